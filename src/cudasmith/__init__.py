@@ -1,0 +1,35 @@
+"""cudasmith: turn a PyTorch reference into a faster, verified GPU kernel; judge and benchmark kernels honestly.
+
+The public API is what this module exports. Attributes load on first use, so that candidate code's
+`from cudasmith.runtime import compile_cuda` does not pull in the harness.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "evaluate": "cudasmith.api",
+    "EvalOptions": "cudasmith.harness.runner",
+    "Verdict": "cudasmith.harness.verdict",
+    "ConfigResult": "cudasmith.harness.verdict",
+    "Problem": "cudasmith.tasks.problem",
+    "load_problem": "cudasmith.tasks.problem",
+    "load_task": "cudasmith.tasks.problem",
+    "list_task_names": "cudasmith.tasks.problem",
+    "CudasmithError": "cudasmith.errors",
+    "UsageError": "cudasmith.errors",
+    "ProblemError": "cudasmith.errors",
+    "CompileError": "cudasmith.errors",
+    "HarnessError": "cudasmith.errors",
+}
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'cudasmith' has no attribute {name!r}")

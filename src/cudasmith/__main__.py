@@ -1,0 +1,5 @@
+"""`python -m cudasmith` is the `cudasmith` command."""
+
+from cudasmith.cli import main
+
+main()

@@ -1,0 +1,31 @@
+"""The exception tree: one root, a few branches a caller can act on."""
+
+from __future__ import annotations
+
+
+class CudasmithError(Exception):
+    """Root of every error cudasmith raises on purpose; its message is one line a person can act on."""
+
+
+class UsageError(CudasmithError):
+    """Bad input from the user: a missing file, an unknown task, a device that is not there."""
+
+
+class ProblemError(UsageError):
+    """A problem file that does not follow the problem contract."""
+
+
+class CompileError(CudasmithError):
+    """Kernel source that the compiler rejected; `log` holds the compiler's own words."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+class KernelLaunchError(CudasmithError):
+    """A kernel launch that the driver refused (bad arguments, too many threads, …)."""
+
+
+class HarnessError(CudasmithError):
+    """The judge itself failed (not the candidate): a reference that does not run, a broken worker."""

@@ -1,0 +1,64 @@
+"""Turning a problem and a config into seeded inputs and a constructed model.
+
+The reference process, the candidate's worker and the parent (for validators) all call these with
+the same seeds, so they see identical inputs and identical initial weights without sharing memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from any parts (the run's secret, a config index, a sample index…)."""
+    digest = hashlib.sha256(repr(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def seed_everything(seed: int) -> None:
+    """Seed every generator a problem's get_inputs might draw from."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+def to_device(value: Any, device: str) -> Any:
+    """Move tensors (also inside lists and tuples) to `device`; leave other values alone."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def make_init_inputs(module: ModuleType, config: dict[str, Any], seed: int) -> list[Any]:
+    """Constructor arguments for Model and ModelNew under one config."""
+    get_init_inputs = getattr(module, "get_init_inputs", None)
+    if get_init_inputs is None:
+        return []
+    seed_everything(seed)
+    return list(get_init_inputs(**config))
+
+
+def make_inputs(module: ModuleType, config: dict[str, Any], seed: int, device: str) -> list[Any]:
+    """Forward arguments under one config and seed, on `device`."""
+    seed_everything(seed)
+    return [to_device(v, device) for v in module.get_inputs(**config)]
+
+
+def build_model(cls: type, init_inputs: list[Any], seed: int, device: str) -> Any:
+    """Construct Model or ModelNew the same way, so parameters drawn in the same order match.
+
+    Modules stay in training mode, as KernelBench runs them (its BatchNorm problems mean batch statistics).
+    """
+    seed_everything(seed)
+    model = cls(*init_inputs)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+    return model
