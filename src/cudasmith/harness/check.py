@@ -1,0 +1,223 @@
+"""Comparing a candidate's output with the reference: in the parent, on plain host tensors.
+
+Errors are measured against the float64 reference, normwise and elementwise, with NaN/Inf positions
+matched. Thresholds are the larger of a per-dtype floor and a multiple of the error that the
+reference implementation itself makes in the task dtype, so a different summation order passes while
+a downcast (bf16 or TF32 inside an fp32 task) does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# The candidate may be this many times less accurate than the reference implementation in the task dtype.
+CALIBRATION_FACTOR = 10.0
+# Per-dtype floors. rtol is relative to each element; atol is relative to the output's RMS (so that
+# all-zero answers cannot pass because true values are tiny); norm bounds ‖c − r‖₂ / ‖r‖₂.
+DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
+    "float64": {"rtol": 1e-7, "atol": 1e-9, "norm": 1e-10},
+    "float32": {"rtol": 1e-4, "atol": 1e-5, "norm": 1e-5},
+    "float16": {"rtol": 5e-3, "atol": 5e-3, "norm": 2e-3},
+    "bfloat16": {"rtol": 3e-2, "atol": 3e-2, "norm": 1.6e-2},
+}
+# How many failing positions a mismatch report lists.
+REPORT_POSITIONS = 5
+
+
+@dataclass
+class Comparison:
+    """The outcome of comparing one output tensor; `report` says where and how much when it fails."""
+
+    ok: bool
+    reason: str
+    rel_err: float = 0.0
+    max_abs_err: float = 0.0
+    report: dict[str, Any] | None = None
+
+
+def tolerance_for(dtype: torch.dtype, overrides: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The thresholds for a dtype: the defaults, updated by a problem's TOLERANCE."""
+    name = str(dtype).removeprefix("torch.")
+    base = dict(DEFAULT_TOLERANCES.get(name, DEFAULT_TOLERANCES["float32"]))
+    base.update(overrides.get(name, {}))
+    return base
+
+
+def _index(flat_index: int, shape: torch.Size) -> list[int]:
+    position = []
+    for size in reversed(shape):
+        position.append(flat_index % size if size else 0)
+        flat_index //= size if size else 1
+    return list(reversed(position))
+
+
+def _positions(mask: torch.Tensor, shape: torch.Size) -> list[list[int]]:
+    flat = torch.nonzero(mask.reshape(-1)).reshape(-1)[:REPORT_POSITIONS]
+    return [_index(int(i), shape) for i in flat]
+
+
+def _special_class(t: torch.Tensor) -> torch.Tensor:
+    """0 finite, 1 NaN, 2 +inf, 3 -inf."""
+    cls = torch.zeros(t.shape, dtype=torch.int8)
+    cls[torch.isnan(t)] = 1
+    cls[t == float("inf")] = 2
+    cls[t == float("-inf")] = 3
+    return cls
+
+
+def _compare_exact(candidate: torch.Tensor, reference: torch.Tensor) -> Comparison:
+    wrong = candidate != reference
+    count = int(wrong.sum())
+    if count == 0:
+        return Comparison(True, "exact match")
+    where = _positions(wrong, reference.shape)
+    report = {
+        "mismatched": count,
+        "of": reference.numel(),
+        "first": [
+            {"index": i, "expected": reference[tuple(i)].item(), "got": candidate[tuple(i)].item()}
+            for i in where
+        ],
+    }
+    return Comparison(
+        False, f"{count} of {reference.numel()} values differ (first at {where[0]})", 1.0, 0, report
+    )
+
+
+def _compare_special(
+    candidate: torch.Tensor, reference: torch.Tensor, truth: torch.Tensor, got: torch.Tensor
+) -> Comparison | None:
+    """NaN/Inf positions: each must be what the true value rounds to in the task dtype, or what the
+    reference implementation itself produced there. None when they all agree."""
+    expected_a = _special_class(truth.to(reference.dtype))
+    expected_b = _special_class(reference)
+    got_class = _special_class(candidate)
+    special_wrong = (got_class != expected_a) & (got_class != expected_b)
+    if not special_wrong.any():
+        return None
+    count = int(special_wrong.sum())
+    where = _positions(special_wrong, reference.shape)
+    names = {0: "finite", 1: "NaN", 2: "+inf", 3: "-inf"}
+    first = tuple(where[0])
+    report = {
+        "mismatched": count,
+        "first": where,
+        "got_nan": int(torch.isnan(got).sum()),
+        "expected_nan": int(torch.isnan(truth).sum()),
+        "got_inf": int(torch.isinf(got).sum()),
+        "expected_inf": int(torch.isinf(truth).sum()),
+    }
+    return Comparison(
+        False,
+        f"{count} positions are NaN/Inf where the reference is not, or the reverse "
+        f"(first at {list(first)}: expected {names[int(expected_a[first])]}, got {names[int(got_class[first])]})",
+        float("inf"),
+        float("inf"),
+        report,
+    )
+
+
+def compare(
+    candidate: torch.Tensor,
+    reference: torch.Tensor,
+    reference64: torch.Tensor | None,
+    tolerance: dict[str, float],
+) -> Comparison:
+    """Compare one output; shapes and dtypes must already match."""
+    if not (reference.is_floating_point() or reference.is_complex()):
+        return _compare_exact(candidate, reference)
+    truth = (reference64 if reference64 is not None else reference).to(torch.float64)
+    got = candidate.to(torch.float64)
+    own = reference.to(torch.float64)
+    finite: torch.Tensor | None = None
+    if bool(torch.isfinite(truth).all() and torch.isfinite(got).all() and torch.isfinite(own).all()):
+        truth_f, got_f, own_f = truth.reshape(-1), got.reshape(-1), own.reshape(-1)
+    else:
+        special = _compare_special(candidate, reference, truth, got)
+        if special is not None:
+            return special
+        finite = torch.isfinite(truth) & torch.isfinite(got) & torch.isfinite(own)
+        truth_f, got_f, own_f = truth[finite], got[finite], own[finite]
+    if truth_f.numel() == 0:
+        return Comparison(True, "no finite values to compare; NaN/Inf positions match")
+    diff = got_f.sub(truth_f).abs_()
+    own_err = own_f.sub(truth_f).abs_()
+    norm_truth = float(torch.linalg.vector_norm(truth_f))
+    scale = norm_truth / truth_f.numel() ** 0.5
+    denominator = norm_truth if norm_truth > 0 else 1.0
+    rel_err = float(torch.linalg.vector_norm(diff)) / denominator
+    own_rel_err = float(torch.linalg.vector_norm(own_err)) / denominator
+    max_abs = float(diff.max())
+    allowed = truth_f.abs().mul_(tolerance["rtol"]).add_(tolerance["atol"] * scale)
+    torch.maximum(allowed, own_err.mul_(CALIBRATION_FACTOR), out=allowed)
+    norm_allowed = max(tolerance["norm"], CALIBRATION_FACTOR * own_rel_err)
+    elem_wrong = diff > allowed
+    if not elem_wrong.any() and rel_err <= norm_allowed:
+        return Comparison(True, f"rel_err {rel_err:.2e} within {norm_allowed:.1e}", rel_err, max_abs)
+    if finite is None:
+        full_wrong = elem_wrong.reshape(reference.shape)
+    else:
+        full_wrong = torch.zeros(reference.shape, dtype=torch.bool)
+        full_wrong[finite] = elem_wrong
+    where = _positions(full_wrong, reference.shape)
+    worst = int(torch.argmax(diff / allowed.clamp_min(torch.finfo(torch.float64).tiny)))
+    report = {
+        "mismatched": int(elem_wrong.sum()),
+        "of": reference.numel(),
+        "rel_err": rel_err,
+        "rel_err_allowed": norm_allowed,
+        "reference_own_rel_err": own_rel_err,
+        "max_abs_err": max_abs,
+        "first": [
+            {"index": i, "expected": truth[tuple(i)].item(), "got": got[tuple(i)].item()} for i in where
+        ],
+        "worst": {
+            "expected": truth_f[worst].item(),
+            "got": got_f[worst].item(),
+            "allowed": allowed[worst].item(),
+        },
+    }
+    if elem_wrong.any():
+        i = where[0]
+        reason = (
+            f"{int(elem_wrong.sum())} of {reference.numel()} values differ (first at {i}: "
+            f"expected {truth[tuple(i)].item():.6g}, got {got[tuple(i)].item():.6g}); rel_err {rel_err:.2e}"
+        )
+    else:
+        reason = f"rel_err {rel_err:.2e} exceeds {norm_allowed:.1e} (reference's own error {own_rel_err:.1e})"
+    return Comparison(False, reason, rel_err, max_abs, report)
+
+
+def compare_outputs(
+    candidate: list[torch.Tensor],
+    reference: list[torch.Tensor],
+    reference64: list[torch.Tensor] | None,
+    overrides: dict[str, dict[str, float]],
+) -> Comparison:
+    """Compare every output of a call; the first failing one decides."""
+    if len(candidate) != len(reference):
+        return Comparison(
+            False, f"returned {len(candidate)} outputs, expected {len(reference)}", float("inf")
+        )
+    worst = Comparison(True, "match")
+    for index, (got, expected) in enumerate(zip(candidate, reference, strict=True)):
+        label = f"output {index}: " if len(reference) > 1 else ""
+        if got.shape != expected.shape:
+            return Comparison(
+                False, f"{label}shape {list(got.shape)}, expected {list(expected.shape)}", float("inf")
+            )
+        if got.dtype != expected.dtype:
+            return Comparison(False, f"{label}dtype {got.dtype}, expected {expected.dtype}", float("inf"))
+        expected64 = None if reference64 is None else reference64[index]
+        result = compare(got, expected, expected64, tolerance_for(expected.dtype, overrides))
+        if not result.ok:
+            result.reason = label + result.reason
+            return result
+        if result.rel_err >= worst.rel_err:
+            worst = Comparison(
+                True, label + result.reason, result.rel_err, max(worst.max_abs_err, result.max_abs_err)
+            )
+    return worst

@@ -1,0 +1,81 @@
+"""The comparison: calibrated tolerances catch downcasts and tiny-value tricks, pass reordered sums."""
+
+from __future__ import annotations
+
+import torch
+
+from cudasmith.harness.check import compare, compare_outputs, tolerance_for
+
+FP32 = tolerance_for(torch.float32, {})
+
+
+def _softmax_case(rows: int = 64, cols: int = 4096, spread: float = 3.0) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(rows, cols) * spread
+    return torch.softmax(x, -1), torch.softmax(x.double(), -1)
+
+
+def test_a_different_summation_order_passes() -> None:
+    a, b = torch.randn(300, 700), torch.randn(700, 200)
+    reference = a @ b
+    # Same numbers summed in two halves: a different rounding, the same function.
+    reordered = a[:, :350] @ b[:350] + a[:, 350:] @ b[350:]
+    result = compare(reordered, reference, a.double() @ b.double(), FP32)
+    assert result.ok, result.reason
+    assert 0 < result.rel_err < 1e-6
+
+
+def test_bf16_and_tf32_style_downcasts_fail_an_fp32_task() -> None:
+    a, b = torch.randn(256, 512), torch.randn(512, 256)
+    truth = a.double() @ b.double()
+    bf16 = (a.bfloat16() @ b.bfloat16()).float()
+    result = compare(bf16, a @ b, truth, FP32)
+    assert not result.ok and "rel_err" in result.reason
+    # TF32 keeps 10 mantissa bits: emulate by rounding the operands.
+    tf32 = a.view(torch.int32).bitwise_and(~0x1FFF).view(torch.float32) @ b.view(torch.int32).bitwise_and(
+        ~0x1FFF
+    ).view(torch.float32)
+    assert not compare(tf32, a @ b, truth, FP32).ok
+
+
+def test_all_zeros_fails_a_wide_softmax_whose_values_are_tiny() -> None:
+    reference, truth = _softmax_case(cols=50_000, spread=1.0)
+    assert reference.abs().max() < 1e-2
+    result = compare(torch.zeros_like(reference), reference, truth, FP32)
+    assert not result.ok
+    assert result.report and result.report["first"]
+
+
+def test_nan_and_inf_positions_must_match() -> None:
+    reference, truth = _softmax_case()
+    broken = reference.clone()
+    broken[3, 7] = float("nan")
+    result = compare(broken, reference, truth, FP32)
+    assert not result.ok and "expected finite, got NaN" in result.reason
+    with_inf = torch.tensor([1.0, float("inf"), float("nan")])
+    assert compare(with_inf.clone(), with_inf, with_inf.double(), FP32).ok
+    assert not compare(torch.tensor([1.0, float("inf"), 0.0]), with_inf, with_inf.double(), FP32).ok
+
+
+def test_integer_outputs_must_match_exactly() -> None:
+    reference = torch.arange(10)
+    wrong = reference.clone()
+    wrong[4] = 0
+    assert compare(reference.clone(), reference, None, FP32).ok
+    result = compare(wrong, reference, None, FP32)
+    assert not result.ok and "first at [4]" in result.reason
+
+
+def test_a_problem_can_loosen_its_tolerance() -> None:
+    reference, truth = _softmax_case()
+    noisy = reference * (1 + 1e-4 * torch.randn_like(reference))
+    assert not compare(noisy, reference, truth, FP32).ok
+    loose = tolerance_for(torch.float32, {"float32": {"rtol": 1e-3, "atol": 1e-3, "norm": 1e-3}})
+    assert compare(noisy, reference, truth, loose).ok
+
+
+def test_output_lists_check_count_shape_and_dtype() -> None:
+    x = torch.randn(4, 4)
+    assert "2 outputs, expected 1" in compare_outputs([x, x], [x], None, {}).reason
+    assert "shape [4], expected [4, 4]" in compare_outputs([x[0]], [x], None, {}).reason
+    assert "dtype torch.float64" in compare_outputs([x.double()], [x], None, {}).reason
+    assert compare_outputs([x.clone()], [x], [x.double()], {}).ok
