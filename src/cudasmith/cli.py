@@ -1,0 +1,124 @@
+"""The `cudasmith` command: a thin layer over the library (heavy imports happen inside commands)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from cudasmith.errors import CudasmithError, UsageError
+
+app = typer.Typer(
+    name="cudasmith",
+    help="Turn a PyTorch reference into a faster, verified GPU kernel, and judge kernels honestly.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+stderr = Console(stderr=True)
+
+# Exit codes of the verdict contract.
+EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
+
+
+def _fail(message: str) -> None:
+    stderr.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True, markup=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+@app.command("eval")
+def eval_command(
+    solution: Annotated[Path, typer.Argument(help="Solution file defining ModelNew.", show_default=False)],
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Built-in task, e.g. level1/softmax.")
+    ] = None,
+    problem: Annotated[
+        Path | None, typer.Option("--problem", "-p", help="Problem file (KernelBench format works).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    device: Annotated[
+        str | None, typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Fix the secret seed to reproduce a run (default: fresh each run).")
+    ] = None,
+    seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
+    timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
+    samples: Annotated[bool, typer.Option(help="Include raw timing samples in --json output.")] = False,
+) -> None:
+    """Judge SOLUTION against a task: correct on every config and input set, and how fast.
+
+    Exit code 0 when correct, 1 for any other verdict, 2 for bad usage.
+
+    Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
+    """
+    from cudasmith.api import default_device, resolve_problem
+    from cudasmith.harness.runner import EvalOptions, evaluate
+    from cudasmith.report.verdict_table import print_verdict, progress_bar
+
+    try:
+        loaded = resolve_problem(task, problem)
+        if not solution.is_file():
+            raise UsageError(f"solution file not found: {solution}")
+        if seeds < 1:
+            raise UsageError("--seeds must be at least 1")
+        options = EvalOptions(
+            device=device or default_device(), seed=seed, seeds_per_config=seeds, timing=timing
+        )
+        with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
+            verdict = evaluate(solution, loaded, options, progress)
+    except CudasmithError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(verdict.to_dict(samples=samples), indent=2) + "\n")
+    else:
+        print_verdict(verdict)
+    raise typer.Exit(EXIT_CORRECT if verdict.correct else EXIT_VERDICT)
+
+
+def _task_row(name: str) -> dict[str, Any]:
+    from cudasmith.tasks.problem import load_task
+
+    problem = load_task(name)
+    return {
+        "name": name,
+        "level": name.split("/")[0],
+        "dtype": problem.dtype,
+        "configs": len(problem.configs),
+        "hidden_configs": len(problem.hidden_configs),
+        "validator": problem.has_validate,
+        "expert": problem.expert,
+        "description": problem.description,
+    }
+
+
+@app.command("tasks")
+def tasks_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    level: Annotated[str | None, typer.Option(help="Only this level, e.g. level1.")] = None,
+) -> None:
+    """List the built-in tasks: level, name, dtype, configs, and what each computes."""
+    from cudasmith.tasks.problem import list_task_names
+
+    try:
+        rows = [_task_row(n) for n in list_task_names() if level is None or n.startswith(f"{level}/")]
+    except CudasmithError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    from cudasmith.report.verdict_table import print_tasks
+
+    print_tasks(rows)
+
+
+def main() -> None:
+    """Entry point of the `cudasmith` script."""
+    app()
