@@ -1,0 +1,50 @@
+"""Test setup: GPU tests are skipped without a GPU; every test session gets its own kernel cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+SOLUTIONS = Path(__file__).parent / "solutions"
+PROBLEMS = Path(__file__).parent / "problems"
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+HAS_GPU = _has_gpu()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if HAS_GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kernel_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Compiled kernels go to a fresh directory, so tests exercise compilation and not a stale cache."""
+    os.environ["CUDASMITH_CACHE"] = str(tmp_path_factory.mktemp("cudasmith-cache"))
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run the cudasmith command as a user would, in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-m", "cudasmith", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

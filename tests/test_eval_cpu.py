@@ -1,0 +1,153 @@
+"""The whole pipeline on the CPU: spawned workers, reference process, comparison, timing, verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cudasmith
+from cudasmith import EvalOptions, evaluate
+from cudasmith.tasks import load_task
+
+from conftest import EXAMPLES, PROBLEMS, SOLUTIONS, run_cli
+
+QUICK = {"device": "cpu", "timing": False, "seeds_per_config": 2}
+
+
+def quick(solution: str, task: str = "level1/vector_add", **overrides: object) -> cudasmith.Verdict:
+    return evaluate(SOLUTIONS / solution, task=task, **{**QUICK, **overrides})
+
+
+def test_quickstart_command_prints_one_correct_json_object() -> None:
+    result = run_cli(
+        "eval", str(EXAMPLES / "softmax_cpu.py"), "--task", "level1/softmax", "--device", "cpu", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)  # exactly one JSON document, nothing else on stdout
+    assert verdict["status"] == "correct"
+    assert verdict["speedup"] > 0
+    assert all(
+        c["status"] == "correct" and c["time_ms"] > 0 and c["baseline_ms"] > 0 for c in verdict["configs"]
+    )
+    assert any(c["hidden"] for c in verdict["configs"])
+    assert verdict["skipped_configs"], "the largest softmax config is too big for a CPU run"
+
+
+def test_wrong_kernel_is_incorrect_with_exit_code_1() -> None:
+    result = run_cli(
+        "eval",
+        str(SOLUTIONS / "softmax_cpu_unnormalised.py"),
+        "--task",
+        "level1/softmax",
+        "--device",
+        "cpu",
+        "--json",
+        "--no-timing",
+    )
+    assert result.returncode == 1
+    verdict = json.loads(result.stdout)
+    assert verdict["status"] == "incorrect"
+    assert "values differ" in verdict["reason"]
+    assert verdict["speedup"] is None
+    assert verdict["configs"][0]["mismatch"]["first"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["eval", "no/such/solution.py", "--task", "level1/softmax", "--device", "cpu"],
+            "solution file not found",
+        ),
+        (
+            ["eval", str(EXAMPLES / "softmax_cpu.py"), "--task", "level1/nope", "--device", "cpu"],
+            "unknown task",
+        ),
+        (
+            ["eval", str(EXAMPLES / "softmax_cpu.py"), "--problem", "missing.py", "--device", "cpu"],
+            "not found",
+        ),
+        (["eval", str(EXAMPLES / "softmax_cpu.py"), "--device", "cpu"], "exactly one of"),
+        (
+            ["eval", str(EXAMPLES / "softmax_cpu.py"), "--task", "level1/softmax", "--device", "tpu"],
+            "device must",
+        ),
+    ],
+)
+def test_bad_usage_gives_one_line_error_and_exit_code_2(args: list[str], message: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stdout == ""
+
+
+def test_kernelbench_format_problem_evaluates() -> None:
+    verdict = evaluate(
+        SOLUTIONS / "vector_add_cpu.py", problem=PROBLEMS / "kernelbench_style_add.py", device="cpu"
+    )
+    assert verdict.status == "correct", verdict.reason
+    assert [c.config for c in verdict.configs] == [{}]
+    assert verdict.configs[0].speedup is not None
+
+
+def test_honest_kernel_is_correct_on_every_config_and_seed() -> None:
+    verdict = quick("vector_add_cpu.py")
+    assert verdict.status == "correct", verdict.reason
+    assert all(c.seeds_checked == 2 for c in verdict.configs)
+    assert {c.hidden for c in verdict.configs} == {False, True}
+    assert verdict.device.endswith("cores)")
+
+
+def test_dropping_the_tail_is_caught_only_where_sizes_are_odd() -> None:
+    verdict = quick("vector_add_misses_tail.py")
+    assert verdict.status == "incorrect"
+    statuses = [c.status for c in verdict.configs]
+    assert statuses[0] == "incorrect"  # n = 1000 is not a multiple of 32
+
+
+@pytest.mark.parametrize(
+    ("solution", "status", "words"),
+    [
+        ("c_compile_error.py", "compile_error", "missing"),
+        ("python_syntax_error.py", "compile_error", "does not parse"),
+        (
+            "raises_in_forward.py",
+            "runtime_error",
+            "ValueError: the kernel was not written yet (raises_in_forward.py:",
+        ),
+        ("wrong_shape.py", "incorrect", "shape [1001], expected [1000]"),
+        ("no_model_new.py", "runtime_error", "no class ModelNew"),
+        ("segfaults.py", "runtime_error", "SIGSEGV"),
+    ],
+)
+def test_failures_get_their_status_and_a_reason(solution: str, status: str, words: str) -> None:
+    verdict = quick(solution)
+    assert verdict.status == status, verdict.reason
+    assert words in verdict.reason
+    assert "\n" not in verdict.reason
+
+
+def test_a_forward_that_never_returns_times_out_and_is_killed() -> None:
+    verdict = quick("loops_forever.py", call_timeout_s=5.0)
+    assert verdict.status == "timeout"
+    assert "no answer within 5 s" in verdict.reason
+
+
+def test_verdict_json_round_trips_and_hides_hidden_configs() -> None:
+    verdict = quick("vector_add_cpu.py")
+    data = json.loads(json.dumps(verdict.to_dict()))
+    hidden = [c for c in data["configs"] if c["hidden"]]
+    problem = load_task("level1/vector_add")
+    assert hidden and all(c["config"].startswith("hidden#") for c in hidden)
+    assert str(problem.hidden_configs[0]["n"]) not in json.dumps(data)
+
+
+def test_same_seed_reproduces_the_same_errors() -> None:
+    first = evaluate(EXAMPLES / "softmax_cpu.py", task="level1/softmax", options=EvalOptions(**QUICK, seed=7))
+    second = evaluate(
+        EXAMPLES / "softmax_cpu.py", task="level1/softmax", options=EvalOptions(**QUICK, seed=7)
+    )
+    assert [c.rel_err for c in first.configs] == [c.rel_err for c in second.configs]
