@@ -42,7 +42,8 @@ def eval_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
     device: Annotated[
-        str | None, typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]")
+        str | None,
+        typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
     ] = None,
     seed: Annotated[
         int | None, typer.Option(help="Fix the secret seed to reproduce a run (default: fresh each run).")

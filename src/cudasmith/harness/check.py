@@ -8,6 +8,7 @@ a downcast (bf16 or TF32 inside an fp32 task) does not.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,18 +192,12 @@ def compare(
     return Comparison(False, reason, rel_err, max_abs, report)
 
 
-def compare_outputs(
-    candidate: list[torch.Tensor],
-    reference: list[torch.Tensor],
-    reference64: list[torch.Tensor] | None,
-    overrides: dict[str, dict[str, float]],
-) -> Comparison:
-    """Compare every output of a call; the first failing one decides."""
+def _structure(candidate: list[torch.Tensor], reference: list[torch.Tensor]) -> Comparison | None:
+    """Count, shapes and dtypes; None when they all match."""
     if len(candidate) != len(reference):
         return Comparison(
             False, f"returned {len(candidate)} outputs, expected {len(reference)}", float("inf")
         )
-    worst = Comparison(True, "match")
     for index, (got, expected) in enumerate(zip(candidate, reference, strict=True)):
         label = f"output {index}: " if len(reference) > 1 else ""
         if got.shape != expected.shape:
@@ -211,6 +206,22 @@ def compare_outputs(
             )
         if got.dtype != expected.dtype:
             return Comparison(False, f"{label}dtype {got.dtype}, expected {expected.dtype}", float("inf"))
+    return None
+
+
+def compare_outputs(
+    candidate: list[torch.Tensor],
+    reference: list[torch.Tensor],
+    reference64: list[torch.Tensor] | None,
+    overrides: dict[str, dict[str, float]],
+) -> Comparison:
+    """Compare every output of a call; the first failing one decides."""
+    wrong_structure = _structure(candidate, reference)
+    if wrong_structure is not None:
+        return wrong_structure
+    worst = Comparison(True, "match")
+    for index, (got, expected) in enumerate(zip(candidate, reference, strict=True)):
+        label = f"output {index}: " if len(reference) > 1 else ""
         expected64 = None if reference64 is None else reference64[index]
         result = compare(got, expected, expected64, tolerance_for(expected.dtype, overrides))
         if not result.ok:
@@ -221,3 +232,25 @@ def compare_outputs(
                 True, label + result.reason, result.rel_err, max(worst.max_abs_err, result.max_abs_err)
             )
     return worst
+
+
+def judge(
+    candidate: list[torch.Tensor],
+    reference: list[torch.Tensor],
+    reference64: list[torch.Tensor] | None,
+    overrides: dict[str, dict[str, float]],
+    validate: Callable[..., str | None] | None = None,
+    inputs: list[Any] | None = None,
+) -> Comparison:
+    """The harness's judgement of one call: a problem's `validate(inputs, output, reference)` when it has
+    one (after count, shape and dtype checks), else the numeric comparison."""
+    if validate is None:
+        return compare_outputs(candidate, reference, reference64, overrides)
+    wrong_structure = _structure(candidate, reference)
+    if wrong_structure is not None:
+        return wrong_structure
+    unpack = (lambda values: values[0]) if len(reference) == 1 else tuple
+    problem_says = validate(inputs, unpack(candidate), unpack(reference))
+    if problem_says is None:
+        return Comparison(True, "accepted by the problem's validator")
+    return Comparison(False, f"the problem's validator: {problem_says}", float("inf"))

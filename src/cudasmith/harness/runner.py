@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from cudasmith.errors import HarnessError, UsageError
-from cudasmith.harness.check import Comparison, compare_outputs
+from cudasmith.harness.check import judge
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.timing import default_plan
 from cudasmith.harness.verdict import ConfigResult, Verdict, geometric_mean, overall_status
@@ -133,17 +133,13 @@ class Evaluation:
             raise HarnessError(f"the reference failed while {what}: {reply.get('reason')}")
         return reply, tensors
 
-    def _validate(
-        self, config: dict[str, Any], seed: int, outputs: list[torch.Tensor], expected: list[torch.Tensor]
-    ) -> Comparison:
+    def _validator(self, config: dict[str, Any], input_seed: int) -> tuple[Any, list[Any] | None]:
+        """The problem's validate() and the inputs it judges, regenerated here from the seed."""
+        if not self.problem.has_validate:
+            return None, None
         if self._problem_module is None:
             self._problem_module = load_module(self.problem.path, "problem")
-        inputs = make_inputs(self._problem_module, config, seed, "cpu")
-        unpack = (lambda v: v[0]) if len(expected) == 1 else tuple
-        problem_says = self._problem_module.validate(inputs, unpack(outputs), unpack(expected))
-        if problem_says is None:
-            return Comparison(True, "accepted by the problem's validator")
-        return Comparison(False, f"the problem's validator: {problem_says}", float("inf"))
+        return self._problem_module.validate, make_inputs(self._problem_module, config, input_seed, "cpu")
 
     def _check(
         self,
@@ -191,9 +187,8 @@ class Evaluation:
                 result.status, result.reason = reply["status"], f"{label}: {reply['reason']}"
                 self.verdict.artifacts.setdefault("traceback", reply.get("traceback", ""))
                 return result
-            comparison = compare_outputs(outputs, expected, expected64, self.problem.tolerance)
-            if comparison.ok and self.problem.has_validate:
-                comparison = self._validate(config, input_seed, outputs, expected)
+            validate, inputs = self._validator(config, input_seed)
+            comparison = judge(outputs, expected, expected64, self.problem.tolerance, validate, inputs)
             result.seeds_checked += 1
             worst = max(worst, comparison.rel_err)
             result.rel_err = worst

@@ -22,7 +22,14 @@ from cudasmith.errors import CompileError
 from cudasmith.hardware import device_name
 from cudasmith.harness import protocol
 from cudasmith.harness.timing import TimingPlan, measure
-from cudasmith.tasks.inputs import build_model, make_init_inputs, make_inputs, to_device
+from cudasmith.tasks.inputs import (
+    build_model,
+    describe_config,
+    make_init_inputs,
+    make_inputs,
+    tensor_bytes,
+    to_float64,
+)
 from cudasmith.tasks.problem import load_module
 
 # Timing rotates among this many distinct input sets, fewer when their memory would pass the cap.
@@ -82,18 +89,6 @@ def _as_outputs(value: Any, device: str) -> list[torch.Tensor]:
     return values
 
 
-def _to_float64(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.to(torch.float64)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_float64(v) for v in value)
-    return value
-
-
-def _nbytes(values: list[Any]) -> int:
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
-
-
 class Worker:
     """State of one worker process: the loaded modules and one model per config."""
 
@@ -148,7 +143,7 @@ class Worker:
         header: dict[str, Any] = {"ok": True, "n_outputs": len(outputs)}
         if self.role == "reference" and request.get("float64"):
             try:
-                outputs64 = self._call(self._model(request, float64=True), _to_float64(inputs))
+                outputs64 = self._call(self._model(request, float64=True), to_float64(inputs))
                 if [o.shape for o in outputs64] != [o.shape for o in outputs]:
                     raise ValueError("float64 outputs have other shapes")
                 outputs = outputs + outputs64
@@ -163,7 +158,7 @@ class Worker:
         model = self._model(request)
         seeds = request["input_seeds"]
         input_sets = [make_inputs(self.problem, request["config"], seeds[0], self.device)]
-        affordable = max(1, TIMING_INPUT_BYTES_CAP // max(1, _nbytes(input_sets[0])))
+        affordable = max(1, TIMING_INPUT_BYTES_CAP // max(1, tensor_bytes(input_sets[0])))
         for seed in seeds[1 : min(len(seeds), TIMING_INPUT_SETS, affordable)]:
             input_sets.append(make_inputs(self.problem, request["config"], seed, self.device))
         plan = TimingPlan(**request.get("plan", {}))
@@ -176,32 +171,11 @@ class Worker:
         return {"ok": True, "measurement": measurement.summary(), "input_sets": len(input_sets)}
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Sizes and FLOPs of each config, from a run of the reference on meta tensors (no memory, no time)."""
         assert self.problem is not None
-        return {"ok": True, "configs": [self._describe_one(config) for config in request["configs"]]}
-
-    def _describe_one(self, config: dict[str, Any]) -> dict[str, Any]:
-        from torch.utils.flop_counter import FlopCounterMode
-
-        assert self.problem is not None
-        description: dict[str, Any] = {}
-        try:
-            with torch.device("meta"):
-                model = self.problem.Model(*make_init_inputs(self.problem, config, 0))
-                inputs = [to_device(v, "meta") for v in self.problem.get_inputs(**config)]
-                with FlopCounterMode(display=False) as counter:
-                    output = model(*inputs)
-            outputs = list(output) if isinstance(output, (tuple, list)) else [output]
-            description.update(
-                input_bytes=_nbytes(inputs), output_bytes=_nbytes(outputs), flops=counter.get_total_flops()
-            )
-        except Exception as exc:  # data-dependent references cannot run on meta tensors
-            description["unknown"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-        for name, key in (("flops", "flops"), ("bytes_moved", "bytes_moved")):
-            function = getattr(self.problem, name, None)
-            if callable(function):
-                description[key] = int(function(**config))
-        return description
+        return {
+            "ok": True,
+            "configs": [describe_config(self.problem, config) for config in request["configs"]],
+        }
 
     def handle(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         op = request.get("op")

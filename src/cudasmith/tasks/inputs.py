@@ -62,3 +62,45 @@ def build_model(cls: type, init_inputs: list[Any], seed: int, device: str) -> An
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
     return model
+
+
+def to_float64(value: Any) -> Any:
+    """Floating tensors (also inside lists and tuples) upcast to float64, for the float64 reference."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(torch.float64)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_float64(v) for v in value)
+    return value
+
+
+def tensor_bytes(values: list[Any]) -> int:
+    """Bytes held by the tensors among `values`."""
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any]:
+    """Input and output bytes and FLOPs of one config, from a run of the reference on meta tensors
+    (no memory, no time); a problem's own flops()/bytes_moved() win. References that cannot run on
+    meta tensors (data-dependent ones) get an 'unknown' entry saying why."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    description: dict[str, Any] = {}
+    try:
+        with torch.device("meta"):
+            model = module.Model(*make_init_inputs(module, config, 0))
+            inputs = [to_device(v, "meta") for v in module.get_inputs(**config)]
+            with FlopCounterMode(display=False) as counter:
+                output = model(*inputs)
+        outputs = list(output) if isinstance(output, (tuple, list)) else [output]
+        description.update(
+            input_bytes=tensor_bytes(inputs),
+            output_bytes=tensor_bytes(outputs),
+            flops=counter.get_total_flops(),
+        )
+    except Exception as exc:
+        description["unknown"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    for name in ("flops", "bytes_moved"):
+        function = getattr(module, name, None)
+        if callable(function):
+            description[name] = int(function(**config))
+    return description
