@@ -14,6 +14,8 @@ from cudasmith.errors import CompileError
 from cudasmith.runtime import compile_c, compile_cuda
 from cudasmith.runtime.signature import parse_signature
 
+from conftest import EXAMPLES
+
 HAS_NVRTC = importlib.util.find_spec("cuda.bindings") is not None
 
 SAXPY_C = r"""
@@ -119,6 +121,24 @@ class TestNvrtc:
         assert "kernel.cu" in raised.value.log
         with pytest.raises(CompileError, match="no __global__ function named 'absent'"):
             compile_cuda(SAXPY_CUDA, "absent", arch="sm_90a")
+
+    def test_c_constants_exist_and_line_numbers_are_the_sources(self) -> None:
+        kernel = compile_cuda(
+            "__global__ void k(float* x) { x[0] = -INFINITY; x[1] = NAN; x[2] = FLT_MAX; }",
+            "k",
+            arch="sm_90a",
+        )
+        assert kernel.cubin
+        with pytest.raises(CompileError, match=r"kernel.cu\(3\): error"):
+            compile_cuda("// one\n// two\n__global__ void k(float* x) { x[0] = bad; }", "k", arch="sm_90a")
+
+    def test_cuda_examples_compile(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("CUDASMITH_CUDA_ARCH", "sm_90a")
+        from cudasmith.tasks.problem import load_module
+
+        for example in ("softmax_cuda.py",):
+            module = load_module(EXAMPLES / example, "example")
+            assert module.softmax_rows.cubin
 
     def test_disk_cache_survives_a_new_process_state(self) -> None:
         from cudasmith.runtime import cuda

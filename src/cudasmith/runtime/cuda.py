@@ -30,6 +30,24 @@ from cudasmith.runtime.signature import Param, parse_signature
 DEFAULT_SHARED_MEMORY_LIMIT = 48 * 1024
 # Compile errors are trimmed to this many characters in the exception message (the log stays whole).
 ERROR_MESSAGE_CHARS = 300
+# NVRTC has no <math.h> or <float.h>; kernels use these names all the time, so they are predefined.
+# The #line directive keeps the compiler's line numbers those of the kernel's own source.
+PRELUDE = """#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+#ifndef FLT_MAX
+#define FLT_MAX 3.402823466e+38f
+#endif
+#ifndef FLT_MIN
+#define FLT_MIN 1.175494351e-38f
+#endif
+#line 1 "kernel.cu"
+"""
+# Compile for this target instead of the current GPU's (e.g. sm_90a): cross-compiling, or CI without a GPU.
+ARCH_ENV = "CUDASMITH_CUDA_ARCH"
 
 
 def _bindings() -> tuple[Any, Any]:
@@ -74,8 +92,12 @@ def device_arch(device: int | None = None) -> str:
     """The NVRTC target of a GPU: sm_XY, with the 'a' suffix (wgmma, setmaxnreg…) from Hopper on."""
     import torch
 
+    if os.environ.get(ARCH_ENV):
+        return os.environ[ARCH_ENV]
     if not torch.cuda.is_available():
-        raise CudasmithError("no CUDA GPU is visible; pass arch='sm_90a' (say) to compile without one")
+        raise CudasmithError(
+            f"no CUDA GPU is visible; pass arch='sm_90a' (or set {ARCH_ENV}) to compile without one"
+        )
     major, minor = torch.cuda.get_device_capability(device)
     return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
 
@@ -103,7 +125,9 @@ def _first_error(log: str) -> str:
 def _nvrtc_compile(source: str, name: str, options: list[str]) -> tuple[bytes, str, str]:
     """Compile to a cubin; returns (cubin, lowered kernel name, compiler log)."""
     _, nvrtc = _bindings()
-    program = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "nvrtcCreateProgram")
+    program = _check(
+        nvrtc.nvrtcCreateProgram((PRELUDE + source).encode(), b"kernel.cu", 0, [], []), "nvrtcCreateProgram"
+    )
     try:
         _check(nvrtc.nvrtcAddNameExpression(program, name.encode()), "nvrtcAddNameExpression")
         encoded = [o.encode() for o in options]
