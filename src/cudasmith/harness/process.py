@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -24,6 +26,12 @@ OUTPUT_HEAD_BYTES = 4 * 1024
 OUTPUT_TAIL_BYTES = 16 * 1024
 # After asking a worker to exit, how long to wait before killing it.
 EXIT_GRACE_S = 2.0
+# How long the supervisor may take to report and clean up once its worker is dead.
+SUPERVISOR_GRACE_S = 10.0
+# The environment variable marking every process started for one worker.
+TOKEN_ENV = "CUDASMITH_WORKER_TOKEN"
+# The byte glibc writes into freed and newly allocated heap memory of candidate workers.
+MALLOC_PERTURB_BYTE = 0xA5
 # Environment variables that look like credentials never reach candidate code.
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.I)
 
@@ -34,6 +42,7 @@ class WorkerFailure(Exception):
     def __init__(self, status: str, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+        self.reason = reason
 
 
 class OutputCapture:
@@ -65,42 +74,93 @@ class OutputCapture:
         return f"{head.decode(errors='replace')}\n[… {-overlap} bytes not kept …]\n{tail.decode(errors='replace')}"
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(token: str, role: str, defences: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
-    env["CUDASMITH_WORKER"] = "1"
+    env["CUDASMITH_WORKER"] = role
+    # Every process the worker starts inherits this; a sweep kills whatever carries it at the end.
+    env[TOKEN_ENV] = token
+    if role == "candidate" and defences:
+        # glibc fills freed and fresh heap memory with this byte: no stale values from earlier calls.
+        env["MALLOC_PERTURB_"] = str(MALLOC_PERTURB_BYTE)
     # The worker imports cudasmith from wherever this process did (an uninstalled checkout included).
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     return env
 
 
+def sweep(token: str) -> int:
+    """Kill every process whose environment carries `token`; returns how many were found."""
+    needle = f"{TOKEN_ENV}={token}".encode()
+    found = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                found += 1
+    return found
+
+
+def default_memory_limit() -> int:
+    """Half of the machine's memory: a worker over it is killed before it can starve the host."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+
 class WorkerProcess:
-    """One spawned worker: its own session and process group, pipes of the parent's choosing."""
+    """One worker, started under a supervisor (see supervisor.py), on pipes of the parent's choosing.
+
+    The parent counts the messages it receives; the worker counts those it sends, and `finish()`
+    compares the two, so a message forged onto the result pipe by candidate code is detected.
+    """
 
     _ids = itertools.count(1)
 
-    def __init__(self, setup: dict[str, Any]) -> None:
+    def __init__(self, setup: dict[str, Any], memory_limit: int | None = None) -> None:
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
-        self.started = time.monotonic()
+        status_read, status_write = os.pipe()
+        self.token = secrets.token_hex(16)
+        self.role = setup["role"]
+        worker_fds = f"{request_read},{reply_write}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cudasmith.harness.worker", str(request_read), str(reply_write)],
-            pass_fds=(request_read, reply_write),
+            [sys.executable, "-m", "cudasmith.harness.supervisor", str(status_write),
+             str(memory_limit or default_memory_limit()), worker_fds, "--",
+             sys.executable, "-m", "cudasmith.harness.worker", str(request_read), str(reply_write)],
+            pass_fds=(request_read, reply_write, status_write),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env=_worker_env(),
-        )
-        os.close(request_read)
-        os.close(reply_write)
+            env=_worker_env(self.token, self.role, setup.get("defences", True)),
+        )  # fmt: skip
+        for fd in (request_read, reply_write, status_write):
+            os.close(fd)
         self.requests = Connection(request_write, readable=False)
         self.replies = Connection(reply_read, writable=False)
         self.stdout = OutputCapture(self.process.stdout)  # type: ignore[arg-type]
         self.stderr = OutputCapture(self.process.stderr)  # type: ignore[arg-type]
-        self.role = setup["role"]
+        self._status_lines: list[dict[str, Any]] = []
+        self._status_thread = threading.Thread(target=self._read_status, args=(status_read,), daemon=True)
+        self._status_thread.start()
+        self.received = 0
+        self.stray = 0
         self.alive = True
         protocol.send(self.requests, setup)
+
+    def _read_status(self, fd: int) -> None:
+        with os.fdopen(fd) as status:
+            for line in status:
+                with contextlib.suppress(ValueError):
+                    self._status_lines.append(json.loads(line))
+
+    def status(self, key: str) -> Any:
+        """A value the supervisor reported (worker_pid, network, exit, over_memory…), or None."""
+        return next((line[key] for line in self._status_lines if key in line), None)
 
     def send(self, header: dict[str, Any]) -> int:
         """Send a request without waiting; returns its id."""
@@ -117,10 +177,11 @@ class WorkerProcess:
         try:
             header, tensors = protocol.receive(self.replies)
         except EOFError:
-            raise WorkerFailure("runtime_error", f"the worker died while {what}: {self._death()}") from None
+            raise self._death(what) from None
         except protocol.ProtocolError as exc:
             self.kill()
             raise WorkerFailure("rejected", f"garbage on the result channel while {what}: {exc}") from None
+        self.received += 1
         if header.get("id") != request_id:
             self.kill()
             raise WorkerFailure("rejected", f"an answer to a request never made arrived while {what}")
@@ -132,37 +193,74 @@ class WorkerProcess:
         """Send a request and wait for its answer."""
         return self.wait(self.send(header), timeout_s, what)
 
-    def _death(self) -> str:
-        try:
-            code = self.process.wait(timeout=EXIT_GRACE_S)
-        except subprocess.TimeoutExpired:
+    def finish(self, timeout_s: float) -> None:
+        """End the conversation: the worker's count of messages sent must equal ours of those received,
+        and nothing may follow; raises WorkerFailure otherwise."""
+        reply, _ = self.request({"op": "finish"}, timeout_s, "finishing")
+        if reply.get("sent") != self.received:
             self.kill()
-            return "it closed its result channel and hung (killed)"
+            raise WorkerFailure(
+                "rejected",
+                f"{self.received} answers arrived but the worker sent {reply.get('sent')}: forged results",
+            )
+        if not reply.get("ok"):
+            self.kill()
+            raise WorkerFailure(
+                reply.get("status", "rejected"), reply.get("reason", "the worker refused to finish")
+            )
+
+    def _death(self, what: str) -> WorkerFailure:
+        """Why the worker stopped answering, once the supervisor has reported."""
         self.kill()
+        code = self.status("exit")
+        if code is None:
+            return WorkerFailure("rejected", f"the worker's supervisor was killed while {what}")
+        if self.status("over_memory"):
+            return WorkerFailure("runtime_error", f"killed while {what}: host memory over the worker's limit")
         if code < 0:
             name = signal.Signals(-code).name
-            return f"killed by {name}" + (" (segmentation fault)" if name == "SIGSEGV" else "")
+            detail = " (segmentation fault)" if name == "SIGSEGV" else ""
+            return WorkerFailure("runtime_error", f"the worker died while {what}: killed by {name}{detail}")
         last = [line for line in self.stderr.text().strip().splitlines() if line.strip()]
         hint = f"; last stderr line: {last[-1][:200]}" if last else ""
-        return f"exit code {code} before answering{hint}"
+        return WorkerFailure(
+            "rejected", f"the solution ended the worker (exit code {code}) while {what}{hint}"
+        )
 
     def kill(self) -> None:
-        """Kill the worker's whole process group (anything it spawned that stayed in the group goes too)."""
-        if self.alive:
-            self.alive = False
+        """Kill the worker and everything it started, and wait until they are gone."""
+        if not self.alive:
+            return
+        self.alive = False
+        worker_pid = self._worker_pid()
+        if worker_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker_pid, signal.SIGKILL)
+        try:
+            self.process.wait(timeout=SUPERVISOR_GRACE_S)
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-            self.requests.close()
-            self.replies.close()
+        self._status_thread.join(timeout=1.0)
+        self.stray = sweep(self.token)
+        self.requests.close()
+        self.replies.close()
+
+    def _worker_pid(self) -> int | None:
+        deadline = time.monotonic() + SUPERVISOR_GRACE_S
+        while (
+            self.status("worker_pid") is None and self.process.poll() is None and time.monotonic() < deadline
+        ):
+            time.sleep(0.01)
+        return self.status("worker_pid")
 
     def close(self) -> None:
-        """Ask the worker to exit; kill it if it does not."""
+        """Ask the worker to exit; kill it and its descendants in any case."""
         if not self.alive:
             return
-        try:
+        with contextlib.suppress(OSError):
             protocol.send(self.requests, {"op": "exit"})
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=EXIT_GRACE_S)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
         self.kill()
