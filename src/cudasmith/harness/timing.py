@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from time import perf_counter
 
 import torch
+
+# Bound when this module is imported, before any candidate code runs: a solution that replaces
+# torch.cuda.Event.elapsed_time, torch.cuda.synchronize or time.perf_counter changes nothing here.
+_Event = torch.cuda.Event
+_elapsed_time = torch.cuda.Event.elapsed_time
+_record = torch.cuda.Event.record
+_synchronize = torch.cuda.synchronize
 
 # Warm-up: at least this many calls and this much time before the first sample (compilation, autotuning,
 # cold instruction caches and clock ramp-up stay out of the numbers).
@@ -111,13 +118,24 @@ def _l2_bytes(device: torch.device) -> int:
     return int(getattr(props, "L2_cache_size", 0) or FALLBACK_L2_BYTES)
 
 
-def _warm_up(run: Callable[[int], None], n_sets: int, plan: TimingPlan, sync: Callable[[], None]) -> None:
-    started = time.perf_counter()
+Hook = Callable[[int], None]
+
+
+def _no_hook(call: int) -> None:
+    return None
+
+
+def _warm_up(run: Hook, plan: TimingPlan, sync: Callable[[], None], before: Hook, after: Hook) -> int:
+    """Call until both warm-up minimums are met; returns the number of calls made."""
+    started = perf_counter()
     calls = 0
-    while calls < plan.warmup_calls or (time.perf_counter() - started) * 1e3 < plan.warmup_ms:
-        run(calls % n_sets)
+    while calls < plan.warmup_calls or (perf_counter() - started) * 1e3 < plan.warmup_ms:
+        before(calls)
+        run(calls)
         sync()
+        after(calls)
         calls += 1
+    return calls
 
 
 def default_plan(device: str, l2_state: str = "cold") -> TimingPlan:
@@ -127,43 +145,55 @@ def default_plan(device: str, l2_state: str = "cold") -> TimingPlan:
     return TimingPlan(l2_state=l2_state, max_seconds=MAX_SECONDS_CPU)
 
 
-def measure(run: Callable[[int], None], n_sets: int, device: str, plan: TimingPlan) -> Measurement:
-    """Time `run(i)`, which calls the code under test on input set `i`; sets rotate between samples."""
+def measure(
+    run: Hook, device: str, plan: TimingPlan, before: Hook = _no_hook, after: Hook = _no_hook
+) -> Measurement:
+    """Time `run(call)`, which calls the code under test; `call` counts every call, warm-up included.
+
+    `before(call)` and `after(call)` run outside the timed region (preparing a call's inputs, keeping
+    its output); the caller rotates input sets by the call number.
+    """
     if device.startswith("cuda"):
-        return _measure_cuda(run, n_sets, plan)
-    return _measure_cpu(run, n_sets, plan)
+        return _measure_cuda(run, plan, before, after)
+    return _measure_cpu(run, plan, before, after)
 
 
-def _measure_cuda(run: Callable[[int], None], n_sets: int, plan: TimingPlan) -> Measurement:
+def _measure_cuda(run: Hook, plan: TimingPlan, before: Hook, after: Hook) -> Measurement:
     device = torch.device("cuda", torch.cuda.current_device())
     flush = None
     if plan.l2_state == "cold":
         flush = torch.empty(L2_FLUSH_FACTOR * _l2_bytes(device), dtype=torch.uint8, device=device)
-    _warm_up(run, n_sets, plan, torch.cuda.synchronize)
+    call = _warm_up(run, plan, _synchronize, before, after)
     samples: list[float] = []
-    started = time.perf_counter()
-    while not _done(samples, time.perf_counter() - started, plan):
+    started = perf_counter()
+    while not _done(samples, perf_counter() - started, plan):
+        before(call)
         if flush is not None:
             flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run(len(samples) % n_sets)
-        end.record()
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _record(start)
+        run(call)
+        _record(end)
         # Device-wide: work the call left on other streams finishes before the next sample starts.
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end))
+        _synchronize()
+        samples.append(_elapsed_time(start, end))
+        after(call)
+        call += 1
     return Measurement(samples, "cuda-events", plan)
 
 
-def _measure_cpu(run: Callable[[int], None], n_sets: int, plan: TimingPlan) -> Measurement:
+def _measure_cpu(run: Hook, plan: TimingPlan, before: Hook, after: Hook) -> Measurement:
     flush = torch.empty(CPU_FLUSH_BYTES, dtype=torch.uint8) if plan.l2_state == "cold" else None
-    _warm_up(run, n_sets, plan, lambda: None)
+    call = _warm_up(run, plan, lambda: None, before, after)
     samples: list[float] = []
-    started = time.perf_counter()
-    while not _done(samples, time.perf_counter() - started, plan):
+    started = perf_counter()
+    while not _done(samples, perf_counter() - started, plan):
+        before(call)
         if flush is not None:
-            flush.fill_(len(samples) & 0xFF)
-        begin = time.perf_counter()
-        run(len(samples) % n_sets)
-        samples.append((time.perf_counter() - begin) * 1e3)
+            flush.fill_(call & 0xFF)
+        begin = perf_counter()
+        run(call)
+        samples.append((perf_counter() - begin) * 1e3)
+        after(call)
+        call += 1
     return Measurement(samples, "perf_counter", plan)

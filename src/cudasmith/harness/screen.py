@@ -1,0 +1,133 @@
+"""The static screen: a cheap first gate that reads a solution's source without running it.
+
+It refuses constructs no honest kernel needs and that cheating needs: scavenging the interpreter's
+objects or frames, starting processes or threads, ending the process, writing to raw file
+descriptors, networking, and assigning to attributes of torch, time, triton or cudasmith (patching).
+It is only a first gate: every behaviour it looks for is also caught at run time by the harness's
+own mechanisms, whatever the spelling.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+FORBIDDEN_MODULES = {
+    "subprocess": "starting processes",
+    "multiprocessing": "starting processes",
+    "threading": "starting threads",
+    "_thread": "starting threads",
+    "concurrent": "starting threads or processes",
+    "socket": "networking",
+    "signal": "handling signals",
+    "gc": "scavenging live objects",
+    "inspect": "reading the harness's frames",
+    "cudasmith.harness": "reaching into the harness",
+}
+FORBIDDEN_CALLS = {
+    "sys._getframe": "reading the harness's frames",
+    "sys.exit": "ending the worker",
+    "os._exit": "ending the worker",
+    "os.abort": "ending the worker",
+    "os.kill": "signalling processes",
+    "os.killpg": "signalling processes",
+    "os.fork": "starting processes",
+    "os.forkpty": "starting processes",
+    "os.system": "starting processes",
+    "os.popen": "starting processes",
+    "os.setsid": "leaving the process group",
+    "os.write": "writing to raw file descriptors",
+    "os.dup2": "replacing file descriptors",
+    "os.close": "closing the harness's file descriptors",
+    "ctypes.pythonapi": "patching the interpreter",
+    "exit": "ending the worker",
+    "quit": "ending the worker",
+}
+PATCHABLE_ROOTS = {
+    "torch",
+    "time",
+    "triton",
+    "cudasmith",
+    "builtins",
+    "F",
+    "nn",
+    "np",
+    "numpy",
+    "json",
+    "os",
+    "sys",
+}
+SPAWN_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One forbidden construct: what it is, why it is refused, and where."""
+
+    what: str
+    why: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"static screen: {self.what} (line {self.line}) is refused: {self.why}"
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_finding(name: str, line: int) -> Finding | None:
+    for module, why in FORBIDDEN_MODULES.items():
+        if name == module or name.startswith(module + "."):
+            return Finding(f"import {name}", why, line)
+    return None
+
+
+def screen(source: str) -> Finding | None:
+    """The first forbidden construct in `source`, or None. Source that does not parse passes here
+    (the worker reports it as a compile error)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if finding := _module_finding(alias.name, line):
+                    return finding
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if finding := _module_finding(node.module, line):
+                return finding
+            for alias in node.names:
+                if finding := _module_finding(f"{node.module}.{alias.name}", line):
+                    return finding
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name in FORBIDDEN_CALLS:
+                return Finding(f"{name}()", FORBIDDEN_CALLS[name], line)
+            if name and name.startswith(SPAWN_PREFIXES):
+                return Finding(f"{name}()", "starting processes", line)
+            if name in {"setattr", "delattr"} and node.args and _dotted(node.args[0]):
+                root = _dotted(node.args[0]).split(".")[0]  # type: ignore[union-attr]
+                if root in PATCHABLE_ROOTS:
+                    return Finding(
+                        f"{name}({_dotted(node.args[0])}, …)", "patching a library the judge uses", line
+                    )
+        elif isinstance(node, ast.Attribute) and _dotted(node) in FORBIDDEN_CALLS:
+            return Finding(str(_dotted(node)), FORBIDDEN_CALLS[str(_dotted(node))], line)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                name = _dotted(target) if isinstance(target, ast.Attribute) else None
+                # torch.backends.* are settings (TF32, cuDNN autotuning), not functions to replace.
+                if name and name.split(".")[0] in PATCHABLE_ROOTS and not name.startswith("torch.backends."):
+                    return Finding(f"assignment to {name}", "patching a library the judge uses", line)
+    return None
