@@ -1,28 +1,17 @@
-"""The parent side of an evaluation: spawn the workers, drive them, compare, time, assemble the verdict.
-
-The parent never imports candidate code. It owns the secret seed, the reference outputs (received from
-a separate reference process) and the comparison, so nothing the candidate does in its own process can
-change what it is compared against or how.
-"""
+"""Entry point of an evaluation: its options, which configs run where, and `evaluate()`."""
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from cudasmith.errors import HarnessError, UsageError
-from cudasmith.harness.check import judge
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.timing import default_plan
-from cudasmith.harness.verdict import ConfigResult, Verdict, geometric_mean, overall_status
-from cudasmith.tasks.inputs import derive_seed, make_inputs
-from cudasmith.tasks.problem import Problem, load_module
+from cudasmith.errors import UsageError
+from cudasmith.harness.verdict import Verdict
+from cudasmith.tasks.problem import Problem
 
 # Each config is checked on this many independently drawn input sets.
 SEEDS_PER_CONFIG = 3
@@ -38,8 +27,8 @@ TIMING_TIMEOUT_S = 300.0
 # public and the smallest hidden config always run.
 CPU_MAX_CONFIG_BYTES = 64 * 1024**2
 CPU_MAX_CONFIG_FLOPS = 2e9
-# Statuses after which a worker's state cannot be trusted for more work.
-FATAL = ("timeout", "compile_error", "rejected", "runtime_error")
+# Timed calls whose outputs are kept and checked against the reference, per config.
+TIMED_CHECKS = 4
 
 Progress = Callable[[str, int, int], None]
 
@@ -55,6 +44,18 @@ class EvalOptions:
     load_timeout_s: float = LOAD_TIMEOUT_S
     call_timeout_s: float = CALL_TIMEOUT_S
     timing_timeout_s: float = TIMING_TIMEOUT_S
+    timed_checks: int = TIMED_CHECKS
+    # Widen the problem's allowlist of PyTorch operators inside forward: "all" or ATen names.
+    allow_torch_ops: str | tuple[str, ...] = ()
+    # Also check each config on inputs the harness draws itself (signed, wider range).
+    drawn_inputs: bool = True
+    # Refuse forbidden constructs by reading the source before running anything.
+    screen: bool = True
+    # Host memory a worker and everything it starts may use (default: half the machine's).
+    memory_limit_bytes: int | None = None
+    # Off only to measure what the defences cost: no screen, drawn inputs, timed checks, poisoning,
+    # operator recording, input and tamper checks. Such a verdict says so and judges nothing.
+    defences: bool = True
 
 
 def select_configs(
@@ -96,215 +97,6 @@ def select_configs(
     return selected, skipped
 
 
-def _label(index: int, config: dict[str, Any], hidden: bool, problem: Problem) -> str:
-    if hidden:
-        return f"hidden config #{index - len(problem.configs)}"
-    return f"config {index} {config}" if config else f"config {index}"
-
-
-class Evaluation:
-    """One candidate against one problem; `run()` returns the verdict."""
-
-    def __init__(
-        self, solution: Path, problem: Problem, options: EvalOptions, progress: Progress | None
-    ) -> None:
-        self.solution = solution
-        self.problem = problem
-        self.options = options
-        self.progress = progress or (lambda what, done, total: None)
-        self.secret = options.seed if options.seed is not None else secrets.randbits(62)
-        self.verdict = Verdict(
-            status="correct",
-            reason="",
-            task=problem.name,
-            solution=str(solution),
-            device=options.device,
-            dtype=problem.dtype,
-        )
-        self._problem_module: Any = None
-
-    def _request(self, worker: WorkerProcess, header: dict[str, Any], timeout_s: float, what: str) -> Any:
-        """A request to the reference worker, whose failures are the harness's (or the problem's), not the candidate's."""
-        try:
-            reply, tensors = worker.request(header, timeout_s, what)
-        except WorkerFailure as failure:
-            raise HarnessError(f"the reference failed while {what}: {failure}") from None
-        if not reply.get("ok"):
-            raise HarnessError(f"the reference failed while {what}: {reply.get('reason')}")
-        return reply, tensors
-
-    def _validator(self, config: dict[str, Any], input_seed: int) -> tuple[Any, list[Any] | None]:
-        """The problem's validate() and the inputs it judges, regenerated here from the seed."""
-        if not self.problem.has_validate:
-            return None, None
-        if self._problem_module is None:
-            self._problem_module = load_module(self.problem.path, "problem")
-        return self._problem_module.validate, make_inputs(self._problem_module, config, input_seed, "cpu")
-
-    def _check(
-        self,
-        reference: WorkerProcess,
-        candidate: WorkerProcess,
-        index: int,
-        config: dict[str, Any],
-        hidden: bool,
-    ) -> ConfigResult:
-        label = _label(index, config, hidden, self.problem)
-        result = ConfigResult(
-            index=index,
-            config=f"hidden#{index - len(self.problem.configs)}" if hidden else config,
-            hidden=hidden,
-        )
-        init_seed = derive_seed(self.secret, "init", index)
-        worst = 0.0
-        for sample in range(self.options.seeds_per_config):
-            input_seed = derive_seed(self.secret, "input", index, sample)
-            request = {
-                "op": "run",
-                "config_index": index,
-                "config": config,
-                "init_seed": init_seed,
-                "input_seed": input_seed,
-            }
-            ref_reply, ref_tensors = self._request(
-                reference, {**request, "float64": True}, self.options.call_timeout_s, f"running {label}"
-            )
-            count = ref_reply["n_outputs"]
-            expected, expected64 = (
-                ref_tensors[:count],
-                (ref_tensors[count:] if ref_reply.get("float64") else None),
-            )
-            if not ref_reply.get("float64") and ref_reply.get("float64_reason"):
-                note = f"no float64 reference ({ref_reply['float64_reason']}); judged against the task dtype"
-                if note not in self.verdict.notes:
-                    self.verdict.notes.append(note)
-            try:
-                reply, outputs = candidate.request(request, self.options.call_timeout_s, f"running {label}")
-            except WorkerFailure as failure:
-                result.status, result.reason = failure.status, f"{label}: {failure}"
-                return result
-            if not reply.get("ok"):
-                result.status, result.reason = reply["status"], f"{label}: {reply['reason']}"
-                self.verdict.artifacts.setdefault("traceback", reply.get("traceback", ""))
-                return result
-            validate, inputs = self._validator(config, input_seed)
-            comparison = judge(outputs, expected, expected64, self.problem.tolerance, validate, inputs)
-            result.seeds_checked += 1
-            worst = max(worst, comparison.rel_err)
-            result.rel_err = worst
-            result.max_abs_err = max(result.max_abs_err or 0.0, comparison.max_abs_err)
-            if not comparison.ok:
-                result.status, result.reason, result.mismatch = (
-                    "incorrect",
-                    f"{label}: {comparison.reason}",
-                    comparison.report,
-                )
-                return result
-        result.reason = f"matches on {result.seeds_checked} input sets (worst rel_err {worst:.1e})"
-        return result
-
-    def _time(
-        self, reference: WorkerProcess, candidate: WorkerProcess, result: ConfigResult, config: dict[str, Any]
-    ) -> None:
-        request = {
-            "op": "time",
-            "config_index": result.index,
-            "config": config,
-            "init_seed": derive_seed(self.secret, "init", result.index),
-            "input_seeds": [derive_seed(self.secret, "time", result.index, k) for k in range(TIMING_SEEDS)],
-            "plan": asdict(default_plan(self.options.device, self.problem.l2_state)),
-        }
-        label = _label(result.index, config, result.hidden, self.problem)
-        baseline, _ = self._request(
-            reference, request, self.options.timing_timeout_s, f"timing the baseline on {label}"
-        )
-        try:
-            reply, _ = candidate.request(request, self.options.timing_timeout_s, f"timing {label}")
-        except WorkerFailure as failure:
-            result.status, result.reason = failure.status, f"{label}: {failure}"
-            return
-        if not reply.get("ok"):
-            result.status, result.reason = reply["status"], f"{label} while timing: {reply['reason']}"
-            return
-        result.timing, result.baseline_timing = reply["measurement"], baseline["measurement"]
-        result.time_ms = reply["measurement"]["median_ms"]
-        result.time_ci95_ms = reply["measurement"]["ci95_ms"]
-        result.baseline_ms = baseline["measurement"]["median_ms"]
-        result.speedup = result.baseline_ms / result.time_ms if result.time_ms > 0 else None
-
-    def run(self) -> Verdict:
-        started = time.monotonic()
-        device = self.options.device
-        common = {"problem": str(self.problem.path), "device": device}
-        reference = WorkerProcess({**common, "role": "reference"})
-        candidate = WorkerProcess({**common, "role": "candidate", "solution": str(self.solution.resolve())})
-        try:
-            self.progress("loading", 0, 1)
-            load_id = candidate.send({"op": "load"})
-            info, _ = self._request(
-                reference, {"op": "load"}, self.options.load_timeout_s, "loading the problem"
-            )
-            self.verdict.device = info.get("device_name", device)
-            configs = [c for c, _ in self.problem.all_configs()]
-            described, _ = self._request(
-                reference,
-                {"op": "describe", "configs": configs},
-                self.options.call_timeout_s,
-                "describing the configs",
-            )
-            selected, self.verdict.skipped_configs = select_configs(
-                self.problem, described["configs"], device
-            )
-            try:
-                reply, _ = candidate.wait(load_id, self.options.load_timeout_s, "loading the solution")
-            except WorkerFailure as failure:
-                return self._finish(failure.status, failure.reason, candidate, started)
-            if not reply.get("ok"):
-                self.verdict.artifacts["traceback"] = reply.get("traceback", "")
-                return self._finish(reply["status"], reply["reason"], candidate, started)
-            total = len(selected) * (2 if self.options.timing else 1)
-            for step, (index, config, hidden) in enumerate(selected):
-                self.progress("checking", step, total)
-                result = self._check(reference, candidate, index, config, hidden)
-                self.verdict.configs.append(result)
-                if result.status in FATAL:
-                    break
-            if self.options.timing and all(r.status == "correct" for r in self.verdict.configs):
-                for step, (result, (_, config, _)) in enumerate(
-                    zip(self.verdict.configs, selected, strict=True)
-                ):
-                    self.progress("timing", len(selected) + step, total)
-                    self._time(reference, candidate, result, config)
-                    if result.status != "correct":
-                        break
-            self.progress("done", total, total)
-            status = overall_status([r.status for r in self.verdict.configs])
-            failing = next((r for r in self.verdict.configs if r.status == status), None)
-            return self._finish(
-                status, failing.reason if status != "correct" and failing else "", candidate, started
-            )
-        finally:
-            reference.close()
-            candidate.close()
-
-    def _finish(self, status: str, reason: str, candidate: WorkerProcess, started: float) -> Verdict:
-        verdict = self.verdict
-        verdict.status = status
-        if status == "correct":
-            verdict.speedup = geometric_mean([r.speedup for r in verdict.configs if r.speedup])
-            checked = sum(r.seeds_checked for r in verdict.configs)
-            speed = f"; {verdict.speedup:.2f}x {verdict.baseline} (geometric mean)" if verdict.speedup else ""
-            reason = f"correct on {len(verdict.configs)} configs, {checked} input sets{speed}"
-        verdict.reason = reason
-        candidate.close()
-        for name, capture in (("stdout", candidate.stdout), ("stderr", candidate.stderr)):
-            text = capture.text()
-            if text.strip():
-                verdict.artifacts[name] = text
-        verdict.wall_s = round(time.monotonic() - started, 3)
-        return verdict
-
-
 def evaluate(
     solution: str | Path,
     problem: Problem,
@@ -320,4 +112,6 @@ def evaluate(
         raise UsageError(f"device must be 'cuda' or 'cpu', not {options.device!r}")
     if options.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("no CUDA GPU is visible here; use --device cpu (C kernels) or run on a GPU machine")
+    from cudasmith.harness.evaluation import Evaluation
+
     return Evaluation(solution, problem, options, progress).run()

@@ -47,8 +47,15 @@ class Verdict:
     baseline: str = "eager PyTorch"
     dtype: str | None = None
     wall_s: float = 0.0
+    torch_ops: dict[str, int] = field(default_factory=dict)
+    isolation: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     artifacts: dict[str, str] = field(default_factory=dict)
+
+    def note(self, text: str) -> None:
+        """Add a note once."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     @property
     def correct(self) -> bool:

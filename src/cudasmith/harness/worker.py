@@ -1,17 +1,24 @@
 """The worker: a fresh process that loads a problem (and, for a candidate, its solution) and runs them.
 
-Started by the runner as `python -m cudasmith.harness.worker IN_FD OUT_FD`. It answers one request at
-a time on the parent's pipes. Two roles: `reference` runs the problem's Model (task dtype and float64)
-and times it; `candidate` runs the solution's ModelNew and times it. Only this process ever imports
-candidate code; it sends back plain tensors and timings, never verdicts.
+Started under a supervisor as `python -m cudasmith.harness.worker IN_FD OUT_FD`, it answers one
+request at a time on the parent's pipes. Two roles: `reference` runs the problem's Model (task dtype
+and float64) and times it; `candidate` runs the solution's ModelNew and times it. Only this process
+ever imports candidate code. It sends back plain tensors, timings and what it observed, never verdicts.
+
+Around every candidate call: freed GPU memory is poisoned, inputs are compared with pristine copies
+afterwards, PyTorch operators are recorded, and the harness's functions and threads are checked
+against a snapshot taken before the candidate was imported.
 """
 
 from __future__ import annotations
 
-import os
+import ctypes
+import random
+import signal
 import sys
 import traceback
 from multiprocessing.connection import Connection
+from os import _exit
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,12 +28,19 @@ import torch
 from cudasmith.errors import CompileError
 from cudasmith.hardware import device_name
 from cudasmith.harness import protocol
+from cudasmith.harness.poison import poison_free_gpu_memory
+from cudasmith.harness.tamper import Snapshot, describe
 from cudasmith.harness.timing import TimingPlan, measure
+from cudasmith.harness.torch_ops import OpRecorder
 from cudasmith.tasks.inputs import (
     build_model,
+    degeneracy,
     describe_config,
+    drawn_inputs,
+    input_tensors,
     make_init_inputs,
     make_inputs,
+    perturb_inputs,
     tensor_bytes,
     to_float64,
 )
@@ -35,6 +49,9 @@ from cudasmith.tasks.problem import load_module
 # Timing rotates among this many distinct input sets, fewer when their memory would pass the cap.
 TIMING_INPUT_SETS = 4
 TIMING_INPUT_BYTES_CAP = 2 * 1024**3
+PR_SET_PDEATHSIG = 1
+# Bound before candidate code runs (see tamper.py): the worker sends with these, whatever is patched.
+_send, _receive = protocol.send, protocol.receive
 
 
 class CandidateFault(Exception):
@@ -52,8 +69,7 @@ def _where(exc: BaseException, solution: Path | None) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == solution]
     if not frames:
         return ""
-    frame = frames[-1]
-    return f" ({solution.name}:{frame.lineno} in {frame.name})"
+    return f" ({solution.name}:{frames[-1].lineno} in {frames[-1].name})"
 
 
 def classify(exc: BaseException, solution: Path | None) -> tuple[str, str]:
@@ -61,6 +77,8 @@ def classify(exc: BaseException, solution: Path | None) -> tuple[str, str]:
     message = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
     if isinstance(exc, CandidateFault):
         return exc.status, str(exc)
+    if isinstance(exc, SystemExit):
+        return "rejected", f"the solution called sys.exit({exc.code!r}){_where(exc, solution)}"
     if isinstance(exc, SyntaxError):
         return "compile_error", f"the solution does not parse: {exc.msg} (line {exc.lineno})"
     if isinstance(exc, CompileError):
@@ -89,21 +107,53 @@ def _as_outputs(value: Any, device: str) -> list[torch.Tensor]:
     return values
 
 
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes, so that comparisons see NaN payloads and -0.0."""
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def _pristine(inputs: list[Any]) -> list[torch.Tensor]:
+    return [t.detach().clone() for t in input_tensors(inputs)]
+
+
+def _check_unmodified(inputs: list[Any], pristine: list[torch.Tensor], when: str) -> None:
+    for index, (now, before) in enumerate(zip(input_tensors(inputs), pristine, strict=True)):
+        if not torch.equal(_bits(now), _bits(before)):
+            raise CandidateFault("rejected", f"input {index} was modified {when}")
+
+
 class Worker:
-    """State of one worker process: the loaded modules and one model per config."""
+    """State of one worker process: the loaded modules, one model per config, the tamper snapshot."""
 
     def __init__(self, setup: dict[str, Any]) -> None:
         self.role: str = setup["role"]
         self.device: str = setup["device"]
         self.problem_path = Path(setup["problem"])
         self.solution_path = Path(setup["solution"]) if setup.get("solution") else None
+        allowed = setup.get("allowed_torch_ops", [])
+        self.all_ops_allowed = allowed == "all"
+        self.extra_allowed_ops = frozenset() if self.all_ops_allowed else frozenset(allowed)
         self.problem: ModuleType | None = None
         self.solution: ModuleType | None = None
+        self.snapshot: Snapshot | None = None
         self.models: dict[tuple[int, bool], Any] = {}
+        # Off only to measure what the defences cost (benchmarks/defence_overhead.py).
+        self.defences: bool = setup.get("defences", True)
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()
+
+    def guard(self, when: str) -> None:
+        """Refuse a candidate that replaced the harness's functions or left threads running."""
+        if self.snapshot is None:
+            return
+        if tampered := self.snapshot.tampered():
+            raise CandidateFault("rejected", f"{describe(tampered)} ({when})")
+        if threads := self.snapshot.new_threads():
+            raise CandidateFault(
+                "rejected", f"the solution left {len(threads)} thread(s) running ({when}): {threads[0]}"
+            )
 
     def load(self, request: dict[str, Any]) -> dict[str, Any]:
         # The reference is exact fp32; a candidate that wants TF32 must say so through the tolerance.
@@ -111,12 +161,15 @@ class Worker:
         torch.backends.cudnn.allow_tf32 = False
         if self.device.startswith("cuda"):
             torch.cuda.init()
+            torch.empty(1, device=self.device)  # create the context before the snapshot of threads
         self.problem = load_module(self.problem_path, "problem")
         if self.role == "candidate":
             assert self.solution_path is not None
+            self.snapshot = Snapshot() if self.defences else None
             self.solution = load_module(self.solution_path, "solution")
             if not isinstance(getattr(self.solution, "ModelNew", None), type):
                 raise CandidateFault("runtime_error", "the solution defines no class ModelNew")
+            self.guard("while importing the solution")
         return {"ok": True, "device_name": device_name(self.device)}
 
     def _model(self, request: dict[str, Any], float64: bool = False) -> Any:
@@ -128,7 +181,17 @@ class Worker:
             init_inputs = make_init_inputs(self.problem, request["config"], request["init_seed"])
             model = build_model(cls, init_inputs, request["init_seed"], self.device)
             self.models[key] = model.to(torch.float64) if float64 else model
+            self.guard("while constructing ModelNew")
         return self.models[key]
+
+    def _inputs(self, request: dict[str, Any]) -> list[Any]:
+        assert self.problem is not None
+        inputs = make_inputs(self.problem, request["config"], request["input_seed"], self.device)
+        if request.get("drawn"):
+            inputs = drawn_inputs(inputs, request["input_seed"])
+        if request.get("perturb") is not None:
+            perturb_inputs(inputs, request["perturb"])
+        return inputs
 
     def _call(self, model: Any, inputs: list[Any]) -> list[torch.Tensor]:
         with torch.no_grad():
@@ -137,11 +200,37 @@ class Worker:
         return _as_outputs(output, self.device)
 
     def run(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        assert self.problem is not None
-        inputs = make_inputs(self.problem, request["config"], request["input_seed"], self.device)
+        inputs = self._inputs(request)
+        if self.role == "reference":
+            return self._run_reference(request, inputs)
+        model = self._model(request)
+        if not self.defences:
+            return {"ok": True}, self._call(model, inputs)
+        pristine = _pristine(inputs)
+        if self.device.startswith("cuda"):
+            poison_free_gpu_memory(request.get("poison_bytes", 0))
+        with OpRecorder() as recorder, torch.no_grad():
+            output = model(*inputs)
+        self._sync()
+        self.guard("during forward")
+        _check_unmodified(inputs, pristine, "by forward")
+        compute_ops = recorder.compute_ops()
+        refused = recorder.compute_ops(self.extra_allowed_ops)
+        if refused and not self.all_ops_allowed:
+            name, count = refused.most_common(1)[0]
+            raise CandidateFault("rejected", f"PyTorch operator {name} called inside forward ({count}x)")
+        return {"ok": True, "torch_ops": dict(compute_ops)}, _as_outputs(output, self.device)
+
+    def _run_reference(
+        self, request: dict[str, Any], inputs: list[Any]
+    ) -> tuple[dict[str, Any], list[torch.Tensor]]:
         outputs = self._call(self._model(request), inputs)
-        header: dict[str, Any] = {"ok": True, "n_outputs": len(outputs)}
-        if self.role == "reference" and request.get("float64"):
+        header: dict[str, Any] = {
+            "ok": True,
+            "n_outputs": len(outputs),
+            "degenerate": degeneracy(inputs, outputs),
+        }
+        if request.get("float64"):
             try:
                 outputs64 = self._call(self._model(request, float64=True), to_float64(inputs))
                 if [o.shape for o in outputs64] != [o.shape for o in outputs]:
@@ -151,9 +240,13 @@ class Worker:
             except Exception as exc:
                 header["float64"] = False
                 header["float64_reason"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if request.get("return_inputs"):  # for a validator, which judges outputs against these inputs
+            outputs = outputs + input_tensors(inputs)
         return header, outputs
 
-    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+    def time(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """Time forward over rotating input sets, each call's inputs perturbed afresh (see
+        perturb_inputs); keep the outputs of a few calls chosen at random, for the parent to check."""
         assert self.problem is not None
         model = self._model(request)
         seeds = request["input_seeds"]
@@ -161,14 +254,56 @@ class Worker:
         affordable = max(1, TIMING_INPUT_BYTES_CAP // max(1, tensor_bytes(input_sets[0])))
         for seed in seeds[1 : min(len(seeds), TIMING_INPUT_SETS, affordable)]:
             input_sets.append(make_inputs(self.problem, request["config"], seed, self.device))
-        plan = TimingPlan(**request.get("plan", {}))
+        pristine = [_pristine(inputs) for inputs in input_sets] if self.defences else []
+        chooser = random.Random(request.get("check_seed", 0))
+        wanted = request.get("checks", 0)
+        kept: list[tuple[int, int, int, list[torch.Tensor]]] = []  # (call, set, perturb seed, outputs)
+        calls_seen = 0
+        last: list[Any] = [None]
 
-        def run(index: int) -> None:
-            model(*input_sets[index])
+        def perturbation(call: int) -> int:
+            return request["perturb_seed"] + call
+
+        def before(call: int) -> None:
+            if self.defences:
+                perturb_inputs(input_sets[call % len(input_sets)], perturbation(call))
+
+        def run(call: int) -> None:
+            last[0] = model(*input_sets[call % len(input_sets)])
+
+        def after(call: int) -> None:
+            nonlocal calls_seen
+            if self.defences:
+                perturb_inputs(input_sets[call % len(input_sets)], perturbation(call))  # restores the inputs
+            calls_seen += 1
+            # Reservoir sampling: every call is equally likely to end among the kept ones.
+            slot = len(kept) if len(kept) < wanted else chooser.randrange(calls_seen)
+            if slot < wanted:
+                outputs = [o.detach().clone() for o in _as_outputs(last[0], self.device)]
+                entry = (call, call % len(input_sets), perturbation(call), outputs)
+                if slot == len(kept):
+                    kept.append(entry)
+                else:
+                    kept[slot] = entry
+            last[0] = None
 
         with torch.no_grad():
-            measurement = measure(run, len(input_sets), self.device, plan)
-        return {"ok": True, "measurement": measurement.summary(), "input_sets": len(input_sets)}
+            measurement = measure(run, self.device, TimingPlan(**request.get("plan", {})), before, after)
+        if self.role == "candidate" and self.defences:
+            self.guard("while timing")
+            for inputs, copies in zip(input_sets, pristine, strict=True):
+                _check_unmodified(inputs, copies, "during timing")
+        checks = [
+            {"call": call, "set": index, "perturb": seed, "n_outputs": len(outs)}
+            for call, index, seed, outs in kept
+        ]
+        header = {
+            "ok": True,
+            "measurement": measurement.summary(),
+            "input_sets": len(input_sets),
+            "checks": checks,
+        }
+        return header, [o for *_, outputs in kept for o in outputs]
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.problem is not None
@@ -176,6 +311,10 @@ class Worker:
             "ok": True,
             "configs": [describe_config(self.problem, config) for config in request["configs"]],
         }
+
+    def finish(self) -> dict[str, Any]:
+        self.guard("at the end")
+        return {"ok": True}
 
     def handle(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         op = request.get("op")
@@ -186,17 +325,20 @@ class Worker:
         if op == "run":
             return self.run(request)
         if op == "time":
-            return self.time(request), []
+            return self.time(request)
+        if op == "finish":
+            return self.finish(), []
         raise ValueError(f"unknown request {op!r}")
 
 
 def serve(requests: Connection, replies: Connection) -> None:
-    """Answer requests until told to exit or the parent goes away."""
-    setup, _ = protocol.receive(requests)
+    """Answer requests until told to exit or the parent goes away; count what is sent."""
+    setup, _ = _receive(requests)
     worker = Worker(setup)
+    sent = 0
     while True:
         try:
-            request, _ = protocol.receive(requests)
+            request, _ = _receive(requests)
         except EOFError:
             return
         if request.get("op") == "exit":
@@ -209,10 +351,13 @@ def serve(requests: Connection, replies: Connection) -> None:
                 status = "harness_error"
             tail = "".join(traceback.format_exception(exc))[-4000:]
             header, tensors = {"ok": False, "status": status, "reason": reason, "traceback": tail}, []
-        protocol.send(replies, {"id": request.get("id"), **header}, tensors)
+        sent += 1
+        _send(replies, {"id": request.get("id"), "sent": sent, **header}, tensors)
 
 
 def main() -> None:
+    # If the supervisor dies (killed by candidate code, say), this process dies with it.
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     requests = Connection(int(sys.argv[1]), writable=False)
     replies = Connection(int(sys.argv[2]), readable=False)
     serve(requests, replies)
@@ -220,7 +365,7 @@ def main() -> None:
     # Skip interpreter teardown: candidate objects' destructors have no business running after the answer.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    _exit(0)
 
 
 if __name__ == "__main__":

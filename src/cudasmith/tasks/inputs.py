@@ -104,3 +104,89 @@ def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any
         if callable(function):
             description[name] = int(function(**config))
     return description
+
+
+# Integer views of each float format: (integer dtype, magnitude mask, bit pattern of +inf).
+_FLOAT_BITS = {
+    torch.float64: (torch.int64, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000),
+    torch.float32: (torch.int32, 0x7FFFFFFF, 0x7F800000),
+    torch.float16: (torch.int16, 0x7FFF, 0x7C00),
+    torch.bfloat16: (torch.int16, 0x7FFF, 0x7F80),
+}
+
+
+def input_tensors(values: list[Any]) -> list[torch.Tensor]:
+    """The tensors among `values`, also inside lists and tuples, in order."""
+    found: list[torch.Tensor] = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found += input_tensors(list(value))
+    return found
+
+
+def replace_tensors(values: list[Any], tensors: list[torch.Tensor]) -> list[Any]:
+    """`values` with its tensors (in input_tensors order) replaced by `tensors`; other values kept."""
+    remaining = iter(tensors)
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return next(remaining)
+        if isinstance(value, (list, tuple)):
+            return type(value)(swap(v) for v in value)
+        return value
+
+    return [swap(v) for v in values]
+
+
+def perturb_inputs(inputs: list[Any], seed: int) -> None:
+    """Flip the lowest bit of a random half of the finite floating input values, in place.
+
+    Every timed call then sees inputs no earlier call saw (so caching results cannot pay), while the
+    values move by one unit in the last place (so every input stays valid). Zero, the smallest
+    subnormal, infinities and NaN are left alone, which makes the flip its own inverse: a second call
+    with the same seed restores the inputs bit for bit.
+    """
+    for index, tensor in enumerate(input_tensors(inputs)):
+        if tensor.dtype not in _FLOAT_BITS:
+            continue
+        int_dtype, magnitude_mask, inf_bits = _FLOAT_BITS[tensor.dtype]
+        generator = torch.Generator(device=tensor.device).manual_seed(derive_seed(seed, index) % 2**63)
+        flip = torch.randint(0, 2, tensor.shape, generator=generator, device=tensor.device, dtype=int_dtype)
+        magnitude = tensor.view(int_dtype) & magnitude_mask
+        flip.mul_(((magnitude >= 2) & (magnitude < inf_bits)).to(int_dtype))
+        tensor.view(int_dtype).bitwise_xor_(flip)
+
+
+def drawn_inputs(inputs: list[Any], seed: int) -> list[Any]:
+    """The harness's own inputs: each floating tensor replaced by signed normal values spread wider than
+    the problem's (scale 2·max|x| + 1), same shape, dtype and device; other inputs kept. A candidate
+    tuned to the problem's input distribution (ReLU on non-negative inputs…) fails on these."""
+    generator_seed = derive_seed(seed, "drawn") % 2**63
+
+    def draw(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+            scale = 2.0 * float(value.detach().abs().double().max()) + 1.0
+            generator = torch.Generator(device=value.device).manual_seed(generator_seed + value.numel())
+            drawn = torch.randn(value.shape, generator=generator, device=value.device, dtype=torch.float64)
+            return (drawn * scale).to(value.dtype)
+        if isinstance(value, (list, tuple)):
+            return type(value)(draw(v) for v in value)
+        return value
+
+    return [draw(v) for v in inputs]
+
+
+def degeneracy(inputs: list[Any], outputs: list[torch.Tensor]) -> str | None:
+    """Why these inputs make the output trivial (an output constant, or equal to an input), or None."""
+    tensors = input_tensors(inputs)
+    for index, output in enumerate(outputs):
+        label = f"output {index}" if len(outputs) > 1 else "the output"
+        flat = output.reshape(-1)
+        if flat.numel() > 1 and bool((flat == flat[0]).all()):
+            return f"{label} is constant ({flat[0].item():.6g})"
+        for position, tensor in enumerate(tensors):
+            if tensor.shape == output.shape and tensor.dtype == output.dtype and torch.equal(tensor, output):
+                return f"{label} equals input {position}"
+    return None

@@ -21,6 +21,9 @@ from cudasmith.errors import ProblemError, UsageError
 
 SUITE_DIR = Path(__file__).parent / "suite"
 L2_STATES = ("cold", "hot")
+# Levels whose tasks may keep PyTorch for the parts a candidate does not replace (reported, not refused):
+# fused operators and whole models. Everywhere else PyTorch compute inside forward is refused.
+TORCH_OPS_ALLOWED_LEVELS = ("level2", "level3")
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -41,6 +44,7 @@ class Problem:
     has_bytes_moved: bool = False
     expert: str | None = None
     description: str = ""
+    allowed_torch_ops: str | tuple[str, ...] = ()
 
     @property
     def source_hash(self) -> str:
@@ -116,6 +120,13 @@ def problem_from_module(module: ModuleType, path: Path, name: str) -> Problem:
     l2_state = getattr(module, "L2_STATE", "cold")
     if l2_state not in L2_STATES:
         raise ProblemError(f"{path}: L2_STATE must be one of {L2_STATES}, not {l2_state!r}")
+    allowed = getattr(module, "ALLOWED_TORCH_OPS", None)
+    if allowed is None:
+        allowed = "all" if name.split("/")[0] in TORCH_OPS_ALLOWED_LEVELS else ()
+    if allowed != "all" and not (
+        isinstance(allowed, (list, tuple)) and all(isinstance(a, str) for a in allowed)
+    ):
+        raise ProblemError(f"{path}: ALLOWED_TORCH_OPS must be 'all' or a list of names such as 'aten::mm'")
     expert = getattr(module, "EXPERT", None)
     expert_name = None if expert is None else getattr(expert, "__name__", str(expert))
     return Problem(
@@ -132,6 +143,7 @@ def problem_from_module(module: ModuleType, path: Path, name: str) -> Problem:
         has_bytes_moved=callable(getattr(module, "bytes_moved", None)),
         expert=expert_name,
         description=inspect.cleandoc(module.__doc__ or "").split("\n\n")[0],
+        allowed_torch_ops=allowed if allowed == "all" else tuple(allowed),
     )
 
 
