@@ -1,8 +1,8 @@
 """GELU in its tanh approximation (GPT-2's and Gemma's) of a bfloat16 matrix.
 
-Inputs are signed with a spread of 3: around zero the tanh form differs from x · Φ(x) and from the
-identity, in the tails it saturates to x or 0. The tanh form is the task: exact GELU is not accepted
-where the two differ by more than bfloat16 rounding.
+Inputs are signed with a spread of 3, so that the curved region around zero and both tails (where it
+tends to x or to 0) occur. The tanh form is the task, though it differs from the exact x · Φ(x) by at
+most 5e-4, below bfloat16's resolution there.
 """
 
 import torch

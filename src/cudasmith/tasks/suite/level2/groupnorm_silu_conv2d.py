@@ -41,3 +41,9 @@ def get_init_inputs(
     batch: int = 2, channels: int = 32, out_channels: int = 16, height: int = 9, width: int = 11
 ) -> list:
     return [channels, out_channels]
+
+
+def bytes_moved(batch: int, channels: int, out_channels: int, height: int, width: int) -> int:
+    # The input, the norm's parameters, the convolution's weights and bias, and the output.
+    weights = out_channels * channels * 9 + out_channels + 2 * channels
+    return 4 * (batch * channels * height * width + weights + batch * out_channels * height * width)
