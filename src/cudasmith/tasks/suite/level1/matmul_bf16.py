@@ -12,7 +12,7 @@ CONFIGS = [
     {"m": 1000, "k": 4096, "n": 3001},
     {"m": 8192, "k": 8192, "n": 8192},
 ]
-HIDDEN_CONFIGS = [{"m": 4099, "k": 4096, "n": 14336}]
+HIDDEN_CONFIGS = [{"m": 385, "k": 1000, "n": 771}]
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ from torch import nn
 
 DTYPE = "bfloat16"
 CONFIGS = [{"n": 1000, "k": 999}, {"n": 14336, "k": 4096}, {"n": 128256, "k": 4096}]
-HIDDEN_CONFIGS = [{"n": 4097, "k": 11008}]
+HIDDEN_CONFIGS = [{"n": 1025, "k": 4099}]
 
 
 class Model(nn.Module):

@@ -13,9 +13,9 @@ DTYPE = "bfloat16"
 CONFIGS = [
     {"batch": 2, "heads": 4, "seq": 77, "head_dim": 32},
     {"batch": 8, "heads": 12, "seq": 1024, "head_dim": 64},
-    {"batch": 2, "heads": 32, "seq": 4096, "head_dim": 128},
+    {"batch": 1, "heads": 32, "seq": 4096, "head_dim": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "heads": 6, "seq": 999, "head_dim": 64}]
+HIDDEN_CONFIGS = [{"batch": 3, "heads": 6, "seq": 511, "head_dim": 64}]
 
 
 class Model(nn.Module):

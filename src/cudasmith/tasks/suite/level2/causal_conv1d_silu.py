@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 8, "dim": 4096, "length": 2048},
     {"batch": 4, "dim": 5120, "length": 8192},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "dim": 1536, "length": 1000}]
+HIDDEN_CONFIGS = [{"batch": 3, "dim": 320, "length": 777}]
 
 
 class Model(nn.Module):
