@@ -1,9 +1,10 @@
 """One AdamW optimizer step in float32 over a flat parameter buffer: the new parameters and both moments.
 
 PyTorch's AdamW (decoupled weight decay of 0.1 as in LLM pre-training, bias-corrected moments, ε added
-after the square root), with the step number fixed per config. Gradient and moment magnitudes span 10⁻⁸ to 10⁻¹, so that ε matters
-for some elements and not for others; parameters are of typical initialisation size, so the update
-is a visible fraction of each. Inputs are not modified: the step returns new tensors.
+after the square root), with the step number fixed per config. Gradient and moment magnitudes span
+10⁻⁸ to 10⁻¹, so that ε matters for some elements and not for others; parameters are of typical
+initialisation size, so the update is a visible fraction of each. Inputs are not modified: the step
+returns new tensors.
 """
 
 import math

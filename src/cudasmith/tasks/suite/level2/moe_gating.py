@@ -1,11 +1,10 @@
 """Mixture-of-experts top-k routing in bfloat16: router logits, softmax, the k best experts and their weights.
 
 Mixtral's and DeepSeek-MoE's gate: returns (weights renormalised over the chosen experts, in bfloat16;
-expert indices, int64). The router weight is an input, as the
-validator recomputes the logits from it in float64. Two experts whose logits differ by less than
-bfloat16 rounding may be picked either way, so the validator accepts any k distinct experts whose
-logits are within that margin of the k largest, in any order, with weights that renormalise the
-chosen experts' softmax.
+expert indices, int64). The router weight is an input, as the validator recomputes the logits from it
+in float64. Two experts whose logits differ by less than bfloat16 rounding may be picked either way,
+so the validator accepts any k distinct experts whose logits are within that margin of the k largest,
+in any order, with weights that renormalise the chosen experts' softmax.
 """
 
 import torch

@@ -2,7 +2,7 @@
 
 softmax(scale · x) over the last dimension with padded key positions set to −∞; the softmax is in
 float32. Every sequence has its own number of valid keys (at least one, one sequence with none padded),
-so masked columns must come out exactly zero.
+so masked columns must come out zero.
 """
 
 import torch
