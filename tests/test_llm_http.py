@@ -219,3 +219,17 @@ def test_openai_reported_cost_and_configured_prices(server: FakeLLMServer) -> No
     prices = {"openai:fake-gpt": {"input": 2.0, "output": 8.0}}
     [priced] = ask(server, "openai:fake-gpt", prices=prices).completions
     assert priced.cost_usd == pytest.approx(2.0 + 4.0)
+
+
+def test_a_server_refusing_both_token_limits_is_an_error_not_a_loop(server: FakeLLMServer) -> None:
+    def refusal(param: str) -> Reply:
+        message = f"Unsupported parameter: '{param}' is not supported with this model."
+        return Reply({"error": {"message": message, "type": "invalid_request_error", "param": param}}, 400)
+
+    server.push(refusal("max_tokens"), refusal("max_completion_tokens"))
+    with pytest.raises(LLMError, match="HTTP 400"):
+        ask(server, "openai:odd-model")
+    assert [sorted(k for k in r.body if k.startswith("max_")) for r in server.seen] == [
+        ["max_tokens"],
+        ["max_completion_tokens"],
+    ]

@@ -101,6 +101,7 @@ class LLMClient:
         self._slots = asyncio.Semaphore(config.max_concurrency)
         self._start_lock = asyncio.Lock()
         self._started = False
+        self._warned_unpriced = False
         self._price = config.prices.get(provider.spec) or config.prices.get(provider.spec.split(":", 1)[-1])
 
     @property
@@ -187,6 +188,17 @@ class LLMClient:
         for completion in completions:
             completion.latency_s = round(latency_s, 3)
             completion.cost_usd = price_of(completion, self._price)
+            if (
+                completion.cost_usd is None
+                and self.budget.limit_usd is not None
+                and not self._warned_unpriced
+            ):
+                self._warned_unpriced = True
+                log.warning(
+                    "%s: no price reported or configured ([llm.prices] in cudasmith.toml): "
+                    "the budget cannot count its answers",
+                    self.spec,
+                )
             if completion.cost_usd is not None and math.isfinite(completion.cost_usd):
                 self.budget.add(completion.cost_usd)
             self.usage.add(completion)

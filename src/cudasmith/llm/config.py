@@ -11,7 +11,7 @@ come from the file or from the SDKs' own variables (OPENAI_BASE_URL, ANTHROPIC_B
     [llm.endpoints.deepseek]           # then --model deepseek:deepseek-chat
     base_url = "https://api.deepseek.com"
     api_key_env = "DEEPSEEK_API_KEY"
-    [llm.prices."openai:gpt-5-mini"]   # US$ per million tokens, for the budget
+    [llm.prices."openai:gpt-5-mini"]   # US$ per million tokens (your provider's list), for the budget
     input = 0.25
     output = 2.0
 """

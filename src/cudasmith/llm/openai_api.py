@@ -101,7 +101,7 @@ class OpenAIProvider(Provider):
                 break
             except self._sdk.BadRequestError as exc:
                 refused = _refused_parameter(exc, params)
-                if refused is None:
+                if refused is None or refused in self._replaced or FALLBACKS[refused] in self._replaced:
                     raise self._error(exc) from None
                 # Learn it once: later calls of this provider leave it out or rename it.
                 self._replaced[refused] = FALLBACKS[refused]
