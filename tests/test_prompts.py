@@ -22,7 +22,7 @@ from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.tasks import list_task_names, load_task
 from cudasmith.tasks.problem import load_problem
 
-from conftest import SOLUTIONS
+from conftest import PROBLEMS, SOLUTIONS
 
 H100_LIKE = SimpleNamespace(
     name="NVIDIA H100 80GB HBM3",
@@ -178,3 +178,14 @@ def test_feedback_of_a_compile_error_verdict() -> None:
     assert "Compiler output (trimmed):" in text and "worker.py" not in text
     with pytest.raises(UsageError, match="not a verdict"):
         verdict_from_dict({"speedup": 2.0})
+
+
+def test_a_task_with_a_validator_is_described_as_judged_by_it(tmp_path: Path) -> None:
+    problem_file = tmp_path / "any_order.py"
+    problem_file.write_text(
+        (PROBLEMS / "kernelbench_style_add.py").read_text()
+        + "\n\ndef validate(inputs, output, reference):\n    return None\n"
+    )
+    user = PromptBuilder().build(load_problem(problem_file), "cpu").user
+    assert "the task's own validator judges them: any answer it accepts is correct" in user
+    assert "rtol" not in user

@@ -125,7 +125,13 @@ def correctness_block(problem: Problem) -> str:
         f"- dtype: {problem.dtype or 'that of the reference outputs'}; compute in it or in a higher precision.",
         f"- Every config is checked on {SEEDS_PER_CONFIG} input sets drawn from a secret seed.",
     ]
-    if problem.dtype is not None and problem.dtype not in FLOAT_DTYPES:
+    if problem.has_validate:
+        # The harness then judges by the validator alone, after checking count, shapes and dtypes.
+        lines.append(
+            "- Outputs must have the reference's shapes and dtypes; then the task's own validator judges "
+            "them: any answer it accepts is correct (it need not equal the reference's)."
+        )
+    elif problem.dtype is not None and problem.dtype not in FLOAT_DTYPES:
         lines.append("- Outputs must equal the reference's exactly.")
     else:
         tol = tolerance_for(getattr(torch, dtype), problem.tolerance)
@@ -139,8 +145,6 @@ def correctness_block(problem: Problem) -> str:
             f"makes in {dtype}: a different summation order passes, a lower precision does not.",
             "- NaN and Inf must appear exactly where the reference has them.",
         ]
-    if problem.has_validate:
-        lines.append("- The task's own validator checks every output as well.")
     return "\n".join(lines)
 
 
