@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "evaluate": "cudasmith.api",
+    "ask": "cudasmith.search.ask",
     "EvalOptions": "cudasmith.harness.runner",
     "Verdict": "cudasmith.harness.verdict",
     "ConfigResult": "cudasmith.harness.verdict",
@@ -25,6 +26,8 @@ _EXPORTS = {
     "ProblemError": "cudasmith.errors",
     "CompileError": "cudasmith.errors",
     "HarnessError": "cudasmith.errors",
+    "LLMError": "cudasmith.errors",
+    "BudgetExhausted": "cudasmith.errors",
 }
 __all__ = [*_EXPORTS, "__version__"]
 

@@ -27,7 +27,10 @@ EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
 
 
 def _fail(message: str) -> None:
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True, markup=True)
+    from rich.markup import escape
+
+    # The message is text, not markup: "[llm.openai]" stays and "openai:x:" is no emoji.
+    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True, emoji=False)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -118,6 +121,156 @@ def tasks_command(
     from cudasmith.report.verdict_table import print_tasks
 
     print_tasks(rows)
+
+
+def _parent(parent: Path | None, verdict: Path | None) -> Any:
+    """The solution to improve, with the verdict on it (both or neither)."""
+    from cudasmith.search.feedback import verdict_from_dict
+    from cudasmith.search.prompts import Parent
+
+    if parent is None and verdict is None:
+        return None
+    if parent is None or verdict is None:
+        raise UsageError(
+            "--parent and --verdict go together: a solution and its `cudasmith eval --json` output"
+        )
+    for path in (parent, verdict):
+        if not path.is_file():
+            raise UsageError(f"file not found: {path}")
+    try:
+        data = json.loads(verdict.read_text())
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{verdict}: not JSON ({exc.msg})") from None
+    return Parent(parent.read_text(), verdict_from_dict(data))
+
+
+TaskArgument = Annotated[
+    str, typer.Argument(help="Built-in task (e.g. level1/softmax) or a problem file.", show_default=False)
+]
+DeviceOption = Annotated[
+    str | None,
+    typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
+]
+ParentOption = Annotated[
+    Path | None, typer.Option(help="A solution to improve (with --verdict): the refinement prompt.")
+]
+VerdictOption = Annotated[
+    Path | None, typer.Option(help="The parent's verdict: what `cudasmith eval --json` printed for it.")
+]
+TemplatesOption = Annotated[
+    Path | None,
+    typer.Option(help="Directory of prompt templates replacing the built-in ones of the same name."),
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option(help="Settings file \\[default: $CUDASMITH_CONFIG, else ./cudasmith.toml]")
+]
+
+
+@app.command("prompt")
+def prompt_command(
+    task: TaskArgument,
+    device: DeviceOption = None,
+    parent: ParentOption = None,
+    verdict: VerdictOption = None,
+    templates: TemplatesOption = None,
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the messages as JSON.")] = False,
+) -> None:
+    """Print the prompt that would be sent for TASK: task, hardware, rules, solution contract.
+
+    Example: [bold]cudasmith prompt level1/softmax --device cpu[/]
+    """
+    try:
+        from cudasmith.api import default_device
+        from cudasmith.search.ask import load_problem_or_task
+        from cudasmith.search.prompts import PromptBuilder, templates_from_config
+
+        problem = load_problem_or_task(task)
+        builder = PromptBuilder(templates or templates_from_config(config))
+        prompt = builder.build(problem, device or default_device(), parent=_parent(parent, verdict))
+    except CudasmithError as exc:
+        _fail(str(exc))
+        return
+    except ImportError as exc:
+        _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(prompt.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(f"─── system ───\n{prompt.system}\n\n─── user ───\n{prompt.user}")
+
+
+@app.command("ask")
+def ask_command(
+    task: TaskArgument,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="openai:NAME, anthropic:NAME, hf:NAME, replay:PATH or ENDPOINT:NAME "
+            "\\[default: llm.model of the config, else a local hf: model]",
+        ),
+    ] = None,
+    n: Annotated[int, typer.Option("-n", "--n", help="Answers to ask for; each is judged.")] = 1,
+    device: DeviceOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
+    seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
+    seed: Annotated[int | None, typer.Option(help="Fix the judge's secret seed.")] = None,
+    budget: Annotated[float | None, typer.Option(help="Stop spending after this many US dollars.")] = None,
+    runs_dir: Annotated[Path, typer.Option(help="Where the run directory is made.")] = Path("runs"),
+    parent: ParentOption = None,
+    verdict: VerdictOption = None,
+    templates: TemplatesOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Ask a model for solutions of TASK once, judge every answer, and print the verdicts.
+
+    Everything is kept in a run directory (runs/ask-…): the prompt, each answer, each candidate file
+    and verdict. Exit code 0 when a candidate is correct, 1 when none is, 2 for bad usage or when the
+    model gave no answer. Keys come from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, …).
+
+    Example: [bold]cudasmith ask level1/softmax --model openai:gpt-5-mini -n 4 --device cpu[/]
+    """
+    try:
+        from cudasmith.harness.runner import EvalOptions
+        from cudasmith.llm.config import load_llm_config
+        from cudasmith.report.verdict_table import progress_bar
+        from cudasmith.search.ask import ask, load_problem_or_task
+        from cudasmith.search.prompts import templates_from_config
+
+        problem = load_problem_or_task(task)
+        if seeds < 1:
+            raise UsageError("--seeds must be at least 1")
+        settings = load_llm_config(config, budget_usd=budget)
+        options = EvalOptions(seed=seed, seeds_per_config=seeds, timing=timing)
+        with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
+            result = ask(
+                problem,
+                model,
+                n,
+                device,
+                settings,
+                options,
+                runs_dir,
+                templates or templates_from_config(config),
+                _parent(parent, verdict),
+                progress=progress,
+            )
+    except CudasmithError as exc:
+        _fail(str(exc))
+        return
+    except ImportError as exc:
+        _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        from cudasmith.report.ask_table import print_ask
+
+        print_ask(result)
+    raise typer.Exit(EXIT_CORRECT if result.best is not None else EXIT_VERDICT)
 
 
 def main() -> None:

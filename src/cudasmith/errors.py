@@ -29,3 +29,11 @@ class KernelLaunchError(CudasmithError):
 
 class HarnessError(CudasmithError):
     """The judge itself failed (not the candidate): a reference that does not run, a broken worker."""
+
+
+class LLMError(CudasmithError):
+    """A language model request that failed for good: retries spent, a timeout, an answer that is not one."""
+
+
+class BudgetExhausted(LLMError):
+    """The run's cost budget is spent: no further requests are sent, finished work stays."""

@@ -1,0 +1,74 @@
+"""The candidates of `cudasmith ask` as a table in the terminal."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cudasmith.report.verdict_table import STATUS_STYLE
+from cudasmith.search.ask import AskResult
+
+# Reasons longer than this are cut in the table (the full one is in the run directory).
+REASON_CHARS = 160
+
+
+def _tokens(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _cost(result: AskResult) -> str:
+    usage = result.usage
+    if usage.unpriced_completions and not usage.cost_usd:
+        return "cost unknown (no price reported or configured: [llm.prices] in cudasmith.toml)"
+    known = f"US${usage.cost_usd:.4f}"
+    return known + (
+        f" + {usage.unpriced_completions} answers of unknown price" if usage.unpriced_completions else ""
+    )
+
+
+def print_ask(result: AskResult, console: Console | None = None) -> None:
+    """One row per candidate, then what the request cost and where everything is kept."""
+    console = console or Console(emoji=False, highlight=False)
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("#", "status", "speedup", "tokens out", "finish", "reason"):
+        table.add_column(column, justify="right" if column in {"#", "speedup", "tokens out"} else "left")
+    for candidate in result.candidates:
+        verdict = candidate.verdict
+        reason = (
+            verdict.reason
+            if len(verdict.reason) <= REASON_CHARS
+            else verdict.reason[: REASON_CHARS - 1] + "…"
+        )
+        table.add_row(
+            str(candidate.index),
+            f"[{STATUS_STYLE.get(verdict.status, '')}]{verdict.status}[/]",
+            "–" if verdict.speedup is None else f"{verdict.speedup:.2f}x",
+            _tokens(candidate.completion.output_tokens),
+            escape(candidate.completion.finish_reason),
+            escape(reason),
+        )
+    correct = sum(c.verdict.correct for c in result.candidates)
+    best = result.best
+    headline = f"{correct} of {len(result.candidates)} correct"
+    if best is not None and best.verdict.speedup:
+        headline += f"; best: candidate {best.index} at {best.verdict.speedup:.2f}x {best.verdict.baseline}"
+    console.print(f"[bold]{escape(headline)}[/]")
+    device = result.candidates[0].verdict.device if result.candidates else result.device
+    # Plain text (escaped): model names, paths and reasons may hold brackets or colons.
+    console.print(escape(f"{result.task} · {result.model} · {device} · {result.wall_s:.1f} s"), style="dim")
+    console.print(table)
+    usage = result.usage
+    console.print(
+        escape(
+            f"{usage.completions} answers in {usage.calls} call{'s' if usage.calls != 1 else ''} · "
+            f"{usage.input_tokens:,} tokens in, "
+            f"{usage.output_tokens:,} out · {_cost(result)}"
+        ),
+        style="dim",
+    )
+    for error in result.errors:
+        console.print(f"[yellow]a call failed:[/] {escape(error)}")
+    console.print(
+        escape(f"kept in {result.run_dir}/ (replay with --model replay:{result.run_dir})"), style="dim"
+    )

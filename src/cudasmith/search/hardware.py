@@ -1,0 +1,217 @@
+"""What a prompt says about the device a kernel will run on, read from the device itself.
+
+GPU facts come from torch's device properties (and the CUDA driver where torch does not report them),
+CPU facts from /proc and /sys. Measured figures (bandwidth, peak rates) are not guessed: they appear
+only when a caller passes them, e.g. from `cudasmith device`'s measurements.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cudasmith.hardware import cpu_name
+
+# What each compute capability adds that a kernel writer can use (the nearest one at or below the
+# device's, within its major version, applies).
+CAPABILITY_FEATURES = {
+    (7, 0): "Volta: FP16 tensor cores (mma.sync), independent thread scheduling",
+    (7, 5): "Turing: FP16 and INT8 tensor cores (mma.sync)",
+    (8, 0): "Ampere: FP16, BF16 and TF32 tensor cores (mma.sync), cp.async global-to-shared copies",
+    (8, 9): "Ada: FP8, FP16, BF16 and TF32 tensor cores (mma.sync), cp.async",
+    (9, 0): (
+        "Hopper: wgmma warpgroup tensor-core MMA (FP8, FP16, BF16, TF32), TMA bulk tensor copies, "
+        "thread block clusters with distributed shared memory, mbarrier, setmaxnreg"
+    ),
+    (10, 0): (
+        "Blackwell: tcgen05 tensor-core MMA with tensor memory (TMEM), FP4, FP6 and FP8 tensor cores, "
+        "TMA, thread block clusters"
+    ),
+    (
+        12,
+        0,
+    ): "Blackwell (workstation): FP4, FP6, FP8 and BF16 tensor cores through mma.sync; no wgmma or tcgen05",
+}
+# Measured figures a caller may pass, with their labels and units.
+MEASURED = {
+    "dram_bandwidth_gbs": ("measured DRAM bandwidth", "GB/s"),
+    "l2_bandwidth_gbs": ("measured L2 bandwidth", "GB/s"),
+    "fp32_tflops": ("measured FP32 peak", "TFLOP/s"),
+    "tf32_tflops": ("measured TF32 tensor-core peak", "TFLOP/s"),
+    "fp16_tflops": ("measured FP16 tensor-core peak", "TFLOP/s"),
+    "bf16_tflops": ("measured BF16 tensor-core peak", "TFLOP/s"),
+    "fp8_tflops": ("measured FP8 tensor-core peak", "TFLOP/s"),
+}
+# CPU instruction-set extensions worth a kernel writer's attention, as /proc/cpuinfo names them.
+CPU_EXTENSIONS = (
+    "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+    "avx512_fp16", "amx_tile", "amx_bf16", "asimd", "asimddp", "sve", "sve2",
+)  # fmt: skip
+DRIVER_ATTRIBUTES = {
+    "registers_per_block": "CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK",
+    "registers_per_sm": "CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "shared_per_block_optin": "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "max_blocks_per_sm": "CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR",
+}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """Facts about one device, each a label and a value with its unit; `target` is the NVRTC target."""
+
+    device: str
+    name: str
+    facts: tuple[tuple[str, str], ...]
+    target: str | None = None
+
+    def block(self) -> str:
+        """The facts as a Markdown list."""
+        return "\n".join(f"- {label}: {value}" for label, value in self.facts)
+
+
+def _size(n_bytes: int | None) -> str | None:
+    if not n_bytes:
+        return None
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.4g} {unit}"
+    return f"{n_bytes} B"
+
+
+def capability_features(major: int, minor: int) -> str | None:
+    """What the capability enables, from the nearest entry at or below it in the same major version."""
+    known = [key for key in CAPABILITY_FEATURES if key[0] == major and key[1] <= minor]
+    return CAPABILITY_FEATURES[max(known)] if known else None
+
+
+def nvrtc_target(major: int, minor: int) -> str:
+    """The target cudasmith.runtime.compile_cuda compiles for (the 'a' features from Hopper on)."""
+    return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
+
+
+def _driver_attributes(index: int) -> dict[str, int]:
+    """Limits torch does not report, from the CUDA driver when cuda-python is installed."""
+    try:
+        from cuda.bindings import driver
+
+        driver.cuInit(0)
+        error, device = driver.cuDeviceGet(index)
+        if int(error) != 0:
+            return {}
+        values = {}
+        for key, name in DRIVER_ATTRIBUTES.items():
+            error, value = driver.cuDeviceGetAttribute(getattr(driver.CUdevice_attribute, name), device)
+            if int(error) == 0:
+                values[key] = int(value)
+        return values
+    except Exception:  # no cuda-python, no driver: these facts stay out of the prompt
+        return {}
+
+
+def gpu_facts(props: Any, driver: Mapping[str, int]) -> list[tuple[str, str]]:
+    """Facts from torch's device properties and driver attributes (both may lack fields)."""
+    major, minor = props.major, props.minor
+    facts: list[tuple[str, str | None]] = [
+        ("GPU", props.name),
+        ("compute capability", f"{major}.{minor}; kernels are compiled for {nvrtc_target(major, minor)}"),
+        ("what it enables", capability_features(major, minor)),
+        ("streaming multiprocessors (SMs)", str(props.multi_processor_count)),
+        ("warp size", str(getattr(props, "warp_size", 32))),
+        ("max threads per SM", str(getattr(props, "max_threads_per_multi_processor", "")) or None),
+        (
+            "max resident blocks per SM",
+            str(driver["max_blocks_per_sm"]) if "max_blocks_per_sm" in driver else None,
+        ),
+        ("shared memory per block", _size(getattr(props, "shared_memory_per_block", None))),
+        (
+            "shared memory per block (opt-in, dynamic)",
+            _size(
+                getattr(props, "shared_memory_per_block_optin", None) or driver.get("shared_per_block_optin")
+            ),
+        ),
+        ("shared memory per SM", _size(getattr(props, "shared_memory_per_multiprocessor", None))),
+        (
+            "32-bit registers per block",
+            str(driver["registers_per_block"]) if "registers_per_block" in driver else None,
+        ),
+        (
+            "32-bit registers per SM",
+            str(getattr(props, "regs_per_multiprocessor", None) or driver.get("registers_per_sm") or "")
+            or None,
+        ),
+        ("L2 cache", _size(getattr(props, "L2_cache_size", None))),
+        ("device memory", _size(getattr(props, "total_memory", None))),
+    ]
+    clock_khz, bus_bits = getattr(props, "memory_clock_rate", 0), getattr(props, "memory_bus_width", 0)
+    if clock_khz and bus_bits:
+        # Double data rate: two transfers per clock over the whole bus.
+        peak = 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+        facts.append(("DRAM bandwidth (theoretical: memory clock × bus width)", f"{peak:.0f} GB/s"))
+    return [(label, value) for label, value in facts if value]
+
+
+def _cpu_caches() -> str | None:
+    caches = []
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind, size = ((index / f).read_text().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        if kind != "Instruction":
+            caches.append(f"L{level} {size}" + (" per core" if level in ("1", "2") else " shared"))
+    return ", ".join(caches) or None
+
+
+def _cpu_extensions() -> str | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    flags = next(
+        (
+            line.split(":", 1)[1].split()
+            for line in text.splitlines()
+            if line.startswith(("flags", "Features"))
+        ),
+        [],
+    )
+    present = [flag for flag in CPU_EXTENSIONS if flag in flags]
+    return ", ".join(present) or None
+
+
+def cpu_facts() -> list[tuple[str, str]]:
+    """Facts about this machine's processor."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    facts = [
+        ("CPU", cpu_name()),
+        ("cores available", str(cores)),
+        ("SIMD extensions", _cpu_extensions()),
+        ("caches", _cpu_caches()),
+    ]
+    return [(label, value) for label, value in facts if value]
+
+
+def measured_facts(measured: Mapping[str, float]) -> list[tuple[str, str]]:
+    """Measured figures in the order of MEASURED; unknown keys keep their own names."""
+    facts = [(MEASURED[k][0], f"{measured[k]:.4g} {MEASURED[k][1]}") for k in MEASURED if k in measured]
+    return facts + [(k, f"{v:.4g}") for k, v in measured.items() if k not in MEASURED]
+
+
+def describe_hardware(device: str, measured: Mapping[str, float] | None = None) -> Hardware:
+    """The facts of `device` ('cuda', 'cuda:N' or 'cpu') as this machine reports them."""
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            note = "not known: no CUDA GPU is visible on the machine that wrote this prompt"
+            return Hardware(device, "unknown GPU", (("GPU", note),))
+        index = torch.device(device).index or 0
+        props = torch.cuda.get_device_properties(index)
+        facts = gpu_facts(props, _driver_attributes(index))
+        name, target = props.name, nvrtc_target(props.major, props.minor)
+    else:
+        facts, name, target = cpu_facts(), cpu_name(), None
+    return Hardware(device, name, tuple(facts + measured_facts(measured or {})), target)

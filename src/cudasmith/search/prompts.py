@@ -1,0 +1,243 @@
+"""Prompts: the task, the hardware, the rules, the solution contract, and when refining the parent's code
+with what the judge said of it. Each section is a template file; a user's directory can replace any.
+
+Templates use `$name` placeholders (string.Template; `$$` is a dollar sign). Prompts show public
+configs only: the reference source is shown without HIDDEN_CONFIGS, and a prompt that would still
+show a hidden config is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cudasmith.errors import ProblemError, UsageError
+from cudasmith.harness.verdict import Verdict
+from cudasmith.llm.base import Message
+from cudasmith.search.feedback import verdict_feedback
+from cudasmith.search.hardware import Hardware, describe_hardware
+from cudasmith.tasks.problem import FLOAT_DTYPES, Problem, load_module
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+# The sections of the user message, in order; `contract` is contract_cuda or contract_cpu by device.
+FIRST_SECTIONS = ("task", "hardware", "rules", "contract", "answer")
+REFINE_SECTIONS = ("task", "hardware", "rules", "contract", "refine")
+# What the model is asked to do with a parent, by the parent's verdict.
+INSTRUCTIONS = {
+    "correct": "It is correct{speed}. Make it faster and keep it correct: find what limits it (memory "
+    "traffic, occupancy, synchronisation, instruction count) against the hardware above and remove it.",
+    "incorrect": "It computes a wrong answer. Find the bug from the mismatch report and fix it; keep what is fast.",
+    "compile_error": "It does not compile. Fix the error; keep the design if it is sound.",
+    "runtime_error": "It fails when run. Fix the cause; keep the design if it is sound.",
+    "timeout": "It did not finish in time. Look for endless loops, deadlocks and launches that never end.",
+    "rejected": "It broke a rule above. Do the work in your own kernels, within the rules.",
+}
+
+
+@dataclass(frozen=True)
+class Parent:
+    """A solution to improve and the judge's verdict on it."""
+
+    source: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A system message and a user message."""
+
+    system: str
+    user: str
+
+    def messages(self) -> tuple[Message, ...]:
+        """The prompt as chat messages."""
+        return (Message("system", self.system), Message("user", self.user))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the messages."""
+        return {"messages": [{"role": m.role, "content": m.content} for m in self.messages()]}
+
+
+def public_source(problem: Problem) -> str:
+    """The problem's source without its HIDDEN_CONFIGS assignment."""
+    lines = problem.source.splitlines(keepends=True)
+    try:
+        tree = ast.parse(problem.source)
+    except SyntaxError:
+        return problem.source
+    for node in reversed(tree.body):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == "HIDDEN_CONFIGS" for t in targets):
+            del lines[node.lineno - 1 : node.end_lineno]
+    return "".join(lines).strip("\n")
+
+
+def _describe_inputs(module: Any, config: dict[str, Any]) -> str | None:
+    """'x: float32[8, 1000]' for each forward argument, from a run of get_inputs on meta tensors."""
+    import inspect
+
+    import torch
+
+    try:
+        with torch.device("meta"):
+            inputs = module.get_inputs(**config)
+        names = [p for p in inspect.signature(module.Model.forward).parameters if p != "self"]
+    except Exception:  # a get_inputs that needs real data: the config alone is shown
+        return None
+    if len(names) != len(inputs):
+        names = [f"argument {index}" for index in range(len(inputs))]
+    described = []
+    for name, value in zip(names, inputs, strict=True):
+        if isinstance(value, torch.Tensor):
+            described.append(f"{name}: {str(value.dtype).removeprefix('torch.')}{list(value.shape)}")
+        else:
+            described.append(f"{name}: {type(value).__name__} {value!r}")
+    return ", ".join(described)
+
+
+def configs_block(problem: Problem) -> str:
+    """One line per public config, with the shapes of its inputs where they can be worked out."""
+    try:
+        module = load_module(problem.path, "problem")
+    except Exception:
+        module = None
+    lines = []
+    for index, config in enumerate(problem.configs):
+        shapes = _describe_inputs(module, config) if module is not None else None
+        text = json.dumps(config) if config else "(no settings)"
+        lines.append(f"- config {index}: `{text}`" + (f": inputs {shapes}" if shapes else ""))
+    return "\n".join(lines) + "\n"
+
+
+def correctness_block(problem: Problem) -> str:
+    """How outputs are compared, with the thresholds that apply to this problem."""
+    import torch
+
+    from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
+    from cudasmith.harness.runner import SEEDS_PER_CONFIG
+
+    dtype = problem.dtype or "float32"
+    lines = [
+        f"- dtype: {problem.dtype or 'that of the reference outputs'}; compute in it or in a higher precision.",
+        f"- Every config is checked on {SEEDS_PER_CONFIG} input sets drawn from a secret seed.",
+    ]
+    if problem.has_validate:
+        # The harness then judges by the validator alone, after checking count, shapes and dtypes.
+        lines.append(
+            "- Outputs must have the reference's shapes and dtypes; then the task's own validator judges "
+            "them: any answer it accepts is correct (it need not equal the reference's)."
+        )
+    elif problem.dtype is not None and problem.dtype not in FLOAT_DTYPES:
+        lines.append("- Outputs must equal the reference's exactly.")
+    else:
+        tol = tolerance_for(getattr(torch, dtype), problem.tolerance)
+        lines += [
+            f"- Outputs are compared with a float64 reference. Element-wise: |got - expected| <= "
+            f"rtol*|expected| + atol*rms(expected) with rtol = {tol['rtol']:g}, atol = {tol['atol']:g}; "
+            f"normwise: ||got - expected|| / ||expected|| <= {tol['norm']:g}"
+            + ("" if problem.dtype else " (float32 thresholds; other dtypes have their own)")
+            + ".",
+            f"- Both bounds widen to {CALIBRATION_FACTOR:g}x the error that the PyTorch reference itself "
+            f"makes in {dtype}: a different summation order passes, a lower precision does not.",
+            "- NaN and Inf must appear exactly where the reference has them.",
+        ]
+    return "\n".join(lines)
+
+
+def _instruction(verdict: Verdict) -> str:
+    speed = f" and runs at {verdict.speedup:.2f}x {verdict.baseline}" if verdict.speedup else ""
+    return INSTRUCTIONS.get(verdict.status, INSTRUCTIONS["runtime_error"]).format(speed=speed)
+
+
+class PromptBuilder:
+    """Renders prompts from the package's templates, each replaceable by a file of the same name in
+    `templates_dir`."""
+
+    def __init__(self, templates_dir: str | Path | None = None) -> None:
+        self.templates_dir = Path(templates_dir) if templates_dir is not None else None
+        if self.templates_dir is not None and not self.templates_dir.is_dir():
+            raise UsageError(f"templates directory not found: {self.templates_dir}")
+
+    def template_path(self, name: str) -> Path:
+        """The file that holds template `name`: the user's if there is one, else the package's."""
+        if self.templates_dir is not None and (self.templates_dir / f"{name}.md").is_file():
+            return self.templates_dir / f"{name}.md"
+        return TEMPLATES_DIR / f"{name}.md"
+
+    def render(self, name: str, values: dict[str, str]) -> str:
+        """Template `name` with its placeholders filled; a UsageError names a placeholder we lack."""
+        path = self.template_path(name)
+        try:
+            return string.Template(path.read_text()).substitute(values).strip()
+        except KeyError as exc:
+            raise UsageError(
+                f"template {path}: unknown placeholder ${exc.args[0]}; known: {', '.join(sorted(values))}"
+            ) from None
+        except ValueError as exc:
+            raise UsageError(f"template {path}: {exc} (write $$ for a dollar sign)") from None
+
+    def build(
+        self, problem: Problem, device: str, hardware: Hardware | None = None, parent: Parent | None = None
+    ) -> Prompt:
+        """The prompt for a first attempt at `problem` on `device`, or for improving `parent`."""
+        gpu = device.startswith("cuda")
+        hardware = hardware or describe_hardware(device)
+        from cudasmith.runtime.cpu import DEFAULT_FLAGS
+
+        values = {
+            "task_name": problem.name,
+            "description": problem.description or "(no description: the reference says what it computes)",
+            "reference_source": public_source(problem),
+            "configs": configs_block(problem),
+            "correctness": correctness_block(problem),
+            "hardware": hardware.block(),
+            "device_name": hardware.name,
+            "kernel_language": "CUDA" if gpu else "C",
+            "arch": hardware.target or "the GPU's architecture",
+            "compile_flags": " ".join(DEFAULT_FLAGS),
+        }
+        if parent is not None:
+            values.update(
+                parent_source=parent.source.strip("\n"),
+                feedback=verdict_feedback(parent.verdict),
+                instruction=_instruction(parent.verdict),
+            )
+        sections = REFINE_SECTIONS if parent is not None else FIRST_SECTIONS
+        names = [("contract_cuda" if gpu else "contract_cpu") if s == "contract" else s for s in sections]
+        prompt = Prompt(
+            system=self.render("system", values),
+            user="\n\n".join(self.render(n, values) for n in names) + "\n",
+        )
+        _refuse_hidden_configs(problem, prompt)
+        return prompt
+
+
+def templates_from_config(explicit: str | Path | None = None) -> Path | None:
+    """The templates directory named by `[prompts] templates` in cudasmith.toml (relative to that file)."""
+    from cudasmith.llm.config import read_config_table
+
+    table, path = read_config_table("prompts", explicit)
+    unknown = set(table) - {"templates"}
+    if unknown:
+        raise UsageError(f"{path}: prompts.{sorted(unknown)[0]}: not a setting (known: templates)")
+    if "templates" not in table:
+        return None
+    if not isinstance(table["templates"], str):
+        raise UsageError(f"{path}: prompts.templates must be a directory path")
+    assert path is not None
+    return path.parent / table["templates"]
+
+
+def _refuse_hidden_configs(problem: Problem, prompt: Prompt) -> None:
+    text = prompt.system + prompt.user
+    for config in problem.hidden_configs:
+        if config in problem.configs or not config:
+            continue
+        if json.dumps(config) in text or repr(config) in text:
+            raise ProblemError(
+                f"{problem.path}: the prompt would show a hidden config; keep them in HIDDEN_CONFIGS only"
+            )
