@@ -16,10 +16,13 @@ from typing import Any
 
 import torch
 
+from cudasmith.device import DevicePeaks, load_peaks, software_versions
 from cudasmith.errors import HarnessError, UsageError
+from cudasmith.harness.baselines import BASELINES, BaselineTimer, default_baselines
 from cudasmith.harness.check import judge
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.timing import default_plan
+from cudasmith.harness.roofline import roofline
+from cudasmith.harness.timing import L2_STATES, default_plan
 from cudasmith.harness.verdict import ConfigResult, Verdict, geometric_mean, overall_status
 from cudasmith.tasks.inputs import derive_seed, make_inputs
 from cudasmith.tasks.problem import Problem, load_module
@@ -34,6 +37,8 @@ LOAD_TIMEOUT_S = 900.0
 CALL_TIMEOUT_S = 180.0
 # Timing one config: warm-up, up to timing.MAX_SECONDS of samples, and making the input sets.
 TIMING_TIMEOUT_S = 300.0
+# Measuring the device's peaks, once per device and software versions (seconds, first time only).
+PEAKS_TIMEOUT_S = 300.0
 # On the CPU, configs bigger than this (inputs plus outputs, or FLOPs) are skipped; the smallest
 # public and the smallest hidden config always run.
 CPU_MAX_CONFIG_BYTES = 64 * 1024**2
@@ -55,6 +60,13 @@ class EvalOptions:
     load_timeout_s: float = LOAD_TIMEOUT_S
     call_timeout_s: float = CALL_TIMEOUT_S
     timing_timeout_s: float = TIMING_TIMEOUT_S
+    # Baselines timed beside eager PyTorch (None: baselines.default_baselines for the device).
+    baselines: tuple[str, ...] | None = None
+    # L2 state while timing (None: the problem's L2_STATE, cold unless it says hot).
+    l2_state: str | None = None
+    # Time CUDA-graph replays of each call (for launch-bound kernels) instead of queued calls.
+    graph: bool = False
+    baseline_cache: bool = True
 
 
 def select_configs(
@@ -122,6 +134,12 @@ class Evaluation:
             dtype=problem.dtype,
         )
         self._problem_module: Any = None
+        self.plan = default_plan(
+            options.device, options.l2_state or problem.l2_state, "graph" if options.graph else "queued"
+        )
+        self._descriptions: list[dict[str, Any]] = []
+        self._peaks: DevicePeaks | None = None
+        self._baselines: BaselineTimer | None = None
 
     def _request(self, worker: WorkerProcess, header: dict[str, Any], timeout_s: float, what: str) -> Any:
         """A request to the reference worker, whose failures are the harness's (or the problem's), not the candidate's."""
@@ -203,8 +221,30 @@ class Evaluation:
         result.reason = f"matches on {result.seeds_checked} input sets (worst rel_err {worst:.1e})"
         return result
 
+    def _prepare_timing(self, reference: WorkerProcess) -> None:
+        """The baseline timer and the device's peaks (measured by the reference worker the first time)."""
+        self.verdict.timing = {"l2_state": self.plan.l2_state, "launch": self.plan.launch}
+        names = self.options.baselines or default_baselines(self.options.device)
+        identity = {"device": self.verdict.device, **software_versions()}
+        self._baselines = BaselineTimer(
+            self.problem, self.options.device, names, self.plan, identity, self.options.baseline_cache
+        )
+        self._peaks = load_peaks(self.options.device, name=self.verdict.device)
+        if self._peaks is None:
+            self.progress("measuring the device (once)", 0, 1)
+            try:
+                reply, _ = reference.request({"op": "peaks"}, PEAKS_TIMEOUT_S, "measuring the device")
+            except WorkerFailure as failure:
+                reply = {"ok": False, "reason": str(failure)}
+            if reply.get("ok"):
+                self._peaks = DevicePeaks.from_dict(reply["peaks"])
+            else:
+                self.verdict.notes.append(f"no roofline: measuring the device failed ({reply.get('reason')})")
+        if self._peaks is not None:
+            self.verdict.peaks = self._peaks.to_dict()
+
     def _time(
-        self, reference: WorkerProcess, candidate: WorkerProcess, result: ConfigResult, config: dict[str, Any]
+        self, candidate: WorkerProcess, result: ConfigResult, config: dict[str, Any], step: int
     ) -> None:
         request = {
             "op": "time",
@@ -212,12 +252,20 @@ class Evaluation:
             "config": config,
             "init_seed": derive_seed(self.secret, "init", result.index),
             "input_seeds": [derive_seed(self.secret, "time", result.index, k) for k in range(TIMING_SEEDS)],
-            "plan": asdict(default_plan(self.options.device, self.problem.l2_state)),
+            "plan": asdict(self.plan),
         }
         label = _label(result.index, config, result.hidden, self.problem)
-        baseline, _ = self._request(
-            reference, request, self.options.timing_timeout_s, f"timing the baseline on {label}"
+        assert self._baselines is not None
+        total = 2 * len(self.verdict.configs)
+        baselines = self._baselines.time(
+            config, request, label, lambda what: self.progress(f"{what} on {label}", step, total)
         )
+        eager = baselines["eager"]
+        if "error" in eager:
+            raise HarnessError(
+                f"the reference failed while timing eager PyTorch on {label}: {eager['error']}"
+            )
+        self.progress(f"timing {label}", step, total)
         try:
             reply, _ = candidate.request(request, self.options.timing_timeout_s, f"timing {label}")
         except WorkerFailure as failure:
@@ -226,11 +274,51 @@ class Evaluation:
         if not reply.get("ok"):
             result.status, result.reason = reply["status"], f"{label} while timing: {reply['reason']}"
             return
-        result.timing, result.baseline_timing = reply["measurement"], baseline["measurement"]
+        result.timing, result.baseline_timing = reply["measurement"], eager["measurement"]
         result.time_ms = reply["measurement"]["median_ms"]
         result.time_ci95_ms = reply["measurement"]["ci95_ms"]
-        result.baseline_ms = baseline["measurement"]["median_ms"]
+        result.baseline_ms = eager["measurement"]["median_ms"]
         result.speedup = result.baseline_ms / result.time_ms if result.time_ms > 0 else None
+        for warning in reply["measurement"].get("warnings", []):
+            self._note(f"{label}: {warning}")
+        self._assess(result, baselines, label)
+
+    def _note(self, note: str) -> None:
+        if note not in self.verdict.notes:
+            self.verdict.notes.append(note)
+
+    def _assess(self, result: ConfigResult, baselines: dict[str, dict[str, Any]], label: str) -> None:
+        """Every baseline's speedup, the roofline and % of speed of light; an impossible time is rejected."""
+        point = None
+        if self._peaks is not None and result.index < len(self._descriptions):
+            point = roofline(self._descriptions[result.index], self.problem.dtype, self._peaks)
+        assert result.time_ms is not None
+        for name, entry in baselines.items():
+            if "error" in entry:
+                result.baselines[name] = {"error": entry["error"]}
+                self._note(f"{BASELINES[name]} not timed on {label}: {entry['error']}")
+                continue
+            baseline_ms = entry["measurement"]["median_ms"]
+            result.baselines[name] = {
+                "time_ms": baseline_ms,
+                "ci95_ms": entry["measurement"]["ci95_ms"],
+                "speedup": baseline_ms / result.time_ms if result.time_ms > 0 else None,
+                "sol_pct": point.sol_pct(baseline_ms) if point else None,
+                "method": entry["measurement"]["method"],
+                "cached": entry["cached"],
+            }
+            if point is not None and point.impossible(baseline_ms):
+                self._note(
+                    f"{BASELINES[name]} on {label} beats the roofline floor: the device peaks look "
+                    "underestimated (`cudasmith device --remeasure`)"
+                )
+        if point is None:
+            return
+        result.roofline = point.to_dict()
+        result.sol_pct = point.sol_pct(result.time_ms)
+        impossible = point.impossible(result.time_ms)
+        if impossible:
+            result.status, result.reason = "rejected", f"{label}: {impossible}"
 
     def run(self) -> Verdict:
         started = time.monotonic()
@@ -252,6 +340,7 @@ class Evaluation:
                 self.options.call_timeout_s,
                 "describing the configs",
             )
+            self._descriptions = described["configs"]
             selected, self.verdict.skipped_configs = select_configs(
                 self.problem, described["configs"], device
             )
@@ -270,11 +359,11 @@ class Evaluation:
                 if result.status in FATAL:
                     break
             if self.options.timing and all(r.status == "correct" for r in self.verdict.configs):
+                self._prepare_timing(reference)
                 for step, (result, (_, config, _)) in enumerate(
                     zip(self.verdict.configs, selected, strict=True)
                 ):
-                    self.progress("timing", len(selected) + step, total)
-                    self._time(reference, candidate, result, config)
+                    self._time(candidate, result, config, len(selected) + step)
                     if result.status != "correct":
                         break
             self.progress("done", total, total)
@@ -286,12 +375,19 @@ class Evaluation:
         finally:
             reference.close()
             candidate.close()
+            if self._baselines is not None:
+                self._baselines.close()
 
     def _finish(self, status: str, reason: str, candidate: WorkerProcess, started: float) -> Verdict:
         verdict = self.verdict
         verdict.status = status
         if status == "correct":
             verdict.speedup = geometric_mean([r.speedup for r in verdict.configs if r.speedup])
+            for name in BASELINES:
+                ratios = [r.baselines[name].get("speedup") for r in verdict.configs if name in r.baselines]
+                mean = geometric_mean([x for x in ratios if x])
+                if mean is not None:
+                    verdict.speedups[name] = mean
             checked = sum(r.seeds_checked for r in verdict.configs)
             speed = f"; {verdict.speedup:.2f}x {verdict.baseline} (geometric mean)" if verdict.speedup else ""
             reason = f"correct on {len(verdict.configs)} configs, {checked} input sets{speed}"
@@ -318,6 +414,10 @@ def evaluate(
     options = options or EvalOptions()
     if options.device not in ("cuda", "cpu") and not options.device.startswith("cuda:"):
         raise UsageError(f"device must be 'cuda' or 'cpu', not {options.device!r}")
+    if options.l2_state is not None and options.l2_state not in L2_STATES:
+        raise UsageError(f"the L2 state must be one of {', '.join(L2_STATES)}, not {options.l2_state!r}")
+    if options.graph and not options.device.startswith("cuda"):
+        raise UsageError("CUDA-graph timing (--graph) needs a GPU")
     if options.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("no CUDA GPU is visible here; use --device cpu (C kernels) or run on a GPU machine")
     return Evaluation(solution, problem, options, progress).run()

@@ -100,6 +100,7 @@ class Worker:
         self.problem: ModuleType | None = None
         self.solution: ModuleType | None = None
         self.models: dict[tuple[int, bool], Any] = {}
+        self.baselines: dict[tuple[str, int], Any] = {}
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
@@ -153,9 +154,29 @@ class Worker:
                 header["float64_reason"] = f"{type(exc).__name__}: {str(exc)[:200]}"
         return header, outputs
 
+    def _timed(self, request: dict[str, Any]) -> Any:
+        """What a time request times: the candidate's model, or the baseline a reference worker is asked for."""
+        name = request.get("baseline", "eager")
+        if self.role == "candidate" or name == "eager":
+            return self._model(request)
+        key = (name, request["config_index"])
+        if key not in self.baselines:
+            problem = self.problem
+            assert problem is not None
+            init_seed = request["init_seed"]
+
+            def expert(cls: type) -> Any:
+                init_inputs = make_init_inputs(problem, request["config"], init_seed)
+                return build_model(cls, init_inputs, init_seed, self.device)
+
+            from cudasmith.harness.baselines import build_baseline
+
+            self.baselines[key] = build_baseline(name, problem, expert, self._model(request))
+        return self.baselines[key]
+
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.problem is not None
-        model = self._model(request)
+        model = self._timed(request)
         seeds = request["input_seeds"]
         input_sets = [make_inputs(self.problem, request["config"], seeds[0], self.device)]
         affordable = max(1, TIMING_INPUT_BYTES_CAP // max(1, tensor_bytes(input_sets[0])))
@@ -163,12 +184,17 @@ class Worker:
             input_sets.append(make_inputs(self.problem, request["config"], seed, self.device))
         plan = TimingPlan(**request.get("plan", {}))
 
-        def run(index: int) -> None:
-            model(*input_sets[index])
+        def run(index: int) -> Any:
+            return model(*input_sets[index])
 
         with torch.no_grad():
             measurement = measure(run, len(input_sets), self.device, plan)
         return {"ok": True, "measurement": measurement.summary(), "input_sets": len(input_sets)}
+
+    def peaks(self, request: dict[str, Any]) -> dict[str, Any]:
+        from cudasmith.device import ensure_peaks
+
+        return {"ok": True, "peaks": ensure_peaks(self.device).to_dict()}
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.problem is not None
@@ -187,6 +213,8 @@ class Worker:
             return self.run(request)
         if op == "time":
             return self.time(request), []
+        if op == "peaks":
+            return self.peaks(request), []
         raise ValueError(f"unknown request {op!r}")
 
 
