@@ -25,6 +25,8 @@ _EXPORTS = {
     "ProblemError": "cudasmith.errors",
     "CompileError": "cudasmith.errors",
     "HarnessError": "cudasmith.errors",
+    "DevicePeaks": "cudasmith.device",
+    "load_peaks": "cudasmith.device",
 }
 __all__ = [*_EXPORTS, "__version__"]
 

@@ -90,6 +90,10 @@ MAX_THROTTLE_DISCARDS = 10
 CUPTI_BLIND_EVENT_MS = 0.01
 # Warm-up calls on a side stream before CUDA-graph capture (libraries set up per-stream state then).
 GRAPH_WARMUP_CALLS = 2
+# A call whose host time exceeds its GPU time by this factor, and this many milliseconds, gets a
+# warning: work the host does is not in a GPU time (computing on the CPU and copying would not count).
+HOST_HEAVY_RATIO = 2.0
+HOST_HEAVY_MS = 1.0
 
 
 class _MappedWords:
@@ -120,20 +124,24 @@ class _Tools:
     sm_count: int
     l2_bytes: int
     max_clock_mhz: float | None
+    sink: torch.Tensor
     flush_buffer: torch.Tensor | None = None
-    sink: torch.Tensor | None = None
+    # Off for the rest of the process once the throttle check has discarded MAX_THROTTLE_DISCARDS in a row.
+    check_throttle: bool = True
 
     def flush(self, stream: int) -> None:
+        """Read L2_FLUSH_FACTOR times the L2 size on `stream`."""
+        assert self.flush_buffer is not None, "prepare_flush() first"
+        self.launch_read(self.flush_buffer, stream, self.read)
+
+    def prepare_flush(self) -> None:
+        """Allocate the flush buffer (once), before timing starts."""
         if self.flush_buffer is None:
             size = -(-L2_FLUSH_FACTOR * self.l2_bytes // 16) * 16
             self.flush_buffer = torch.zeros(size, dtype=torch.uint8, device="cuda")
-            self.sink = torch.zeros(1, dtype=torch.int32, device="cuda")
-        self.launch_read(self.flush_buffer, stream, self.read)
 
     def launch_read(self, buffer: torch.Tensor, stream: int, kernel: Any = None) -> None:
         """Read every byte of `buffer` (a multiple of 16 bytes) on `stream` (the bandwidth kernel by default)."""
-        if self.sink is None:
-            self.sink = torch.zeros(1, dtype=torch.int32, device="cuda")
         clock.launch_kernel(
             kernel or self.bandwidth_read,
             buffer,
@@ -177,6 +185,7 @@ def tools(device_index: int) -> _Tools | str:
                 sm_count=props.multi_processor_count,
                 l2_bytes=int(getattr(props, "L2_cache_size", 0)) or 64 * 1024**2,
                 max_clock_mhz=_max_clock_mhz(device_index),
+                sink=torch.zeros(1, dtype=torch.int32, device=f"cuda:{device_index}"),
             )
         except Exception as exc:  # no cuda-python, no NVRTC, no driver: probing the environment
             _tools[device_index] = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -301,6 +310,8 @@ def measure_cuda(
     cold = plan.l2_state == "cold"
     if cold and kit is None:
         warnings.append("L2 not flushed between calls")
+    if cold and kit is not None:
+        kit.prepare_flush()
     stream = clock.current_stream()
     warm_up(run, n_sets, plan, clock.cuda_synchronize)
     call = _graph_replayer(run, n_sets) if plan.launch == "graph" else run
@@ -315,7 +326,7 @@ def measure_cuda(
             )
     queued = kit is not None
     reference_mhz = kit.max_clock_mhz if kit is not None else None
-    check_throttle, discarded = True, 0
+    discarded = 0
     taken: list[_Sample] = []
     kept: list[bool] = []
     rule = StopRule(plan)
@@ -333,13 +344,13 @@ def measure_cuda(
                 )
                 kept.append(False)
                 continue
-            if queued and check_throttle and sample.clock_mhz is not None:
+            if queued and kit is not None and kit.check_throttle and sample.clock_mhz is not None:
                 reference_mhz = max(reference_mhz or 0.0, sample.clock_mhz)
                 if sample.clock_mhz < THROTTLE_FRACTION * reference_mhz:
                     discarded += 1
                     kept.append(False)
                     if discarded >= MAX_THROTTLE_DISCARDS:
-                        check_throttle = False
+                        kit.check_throttle = False
                         warnings.append(f"the GPU stayed throttled: {discarded} samples discarded, then kept")
                     clock.sleep(THROTTLE_RECOVERY_S)
                     continue
@@ -353,20 +364,29 @@ def measure_cuda(
                 activities = recorder.stop()
             except Exception as exc:
                 warnings.append(f"CUPTI records lost ({type(exc).__name__}: {str(exc)[:160]})")
-    if discarded and check_throttle:
+    if discarded and kit is not None and kit.check_throttle:
         warnings.append(
             f"{discarded} samples discarded: SM clock under {THROTTLE_FRACTION:.0%} of its maximum"
         )
     kept_samples = [sample for sample, keep in zip(taken, kept, strict=True) if keep]
     event_ms = [sample.event_ms for sample in kept_samples]
     spans = _cupti_samples(activities, cold, taken, kept, warnings) if recorder is not None else None
+    samples_ms = spans if spans is not None else event_ms
+    host_ms = [sample.host_ms for sample in kept_samples]
+    if samples_ms and host_ms:
+        host, gpu = statistics.median(host_ms), statistics.median(samples_ms)
+        if host > max(HOST_HEAVY_RATIO * gpu, HOST_HEAVY_MS):
+            warnings.append(
+                f"the call spends {host:.3f} ms on the host for {gpu:.3f} ms on the GPU: "
+                "host time is not in the GPU time (launch-bound, or work done on the CPU)"
+            )
     unqueued = "" if queued else ", unqueued"
     return Measurement(
-        samples_ms=spans if spans is not None else event_ms,
+        samples_ms=samples_ms,
         method=("cupti" if spans is not None else "cuda-events") + unqueued,
         plan=plan,
         event_ms=event_ms,
-        host_ms=[sample.host_ms for sample in kept_samples],
+        host_ms=host_ms,
         clock_mhz=[sample.clock_mhz for sample in kept_samples if sample.clock_mhz is not None],
         stop=stop,
         discarded=discarded,

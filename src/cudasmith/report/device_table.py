@@ -27,7 +27,7 @@ PROPERTY_FORMATS = {
 
 
 def _rates(rates: dict[str, float]) -> str:
-    return ", ".join(f"{dtype} {value:.1f}" for dtype, value in rates.items()) or "not measured"
+    return ", ".join(f"{dtype} {value:.3g}" for dtype, value in rates.items()) or "not measured"
 
 
 def print_device(
@@ -50,8 +50,8 @@ def print_device(
     measured = Table(show_edge=False, pad_edge=False, title="speed of light (measured)", title_justify="left")
     measured.add_column("what")
     measured.add_column("achieved", justify="right")
-    detail = ", ".join(f"{kind} {value:.0f}" for kind, value in peaks.memory_detail_gb_per_s.items())
-    measured.add_row("memory bandwidth", f"{peaks.memory_gb_per_s:.0f} GB/s ({detail})")
+    detail = ", ".join(f"{kind} {value:.3g}" for kind, value in peaks.memory_detail_gb_per_s.items())
+    measured.add_row("memory bandwidth", f"{peaks.memory_gb_per_s:.3g} GB/s ({detail})")
     measured.add_row("matrix units", f"{_rates(peaks.matrix_tflops)} TFLOP/s")
     measured.add_row("vector units", f"{_rates(peaks.vector_tflops)} TFLOP/s")
     measured.add_row("on-chip cache", f"{peaks.cache_bytes / 2**20:.0f} MiB")

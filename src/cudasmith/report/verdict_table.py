@@ -61,10 +61,9 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
     if others:
         console.print(f"[dim]also {', '.join(others)} (geometric means)[/]")
     if verdict.timing:
-        launch = "CUDA-graph replays" if verdict.timing.get("launch") == "graph" else "queued calls"
-        console.print(
-            f"[dim]timed with {verdict.timing.get('l2_state')} L2, {launch}; % SOL against the measured roofline[/]"
-        )
+        graph = ", CUDA-graph replays" if verdict.timing.get("launch") == "graph" else ""
+        sol = "; % SOL: of this device's measured peaks (cudasmith device)" if verdict.peaks else ""
+        console.print(f"[dim]timed with {verdict.timing.get('l2_state')} L2{graph}{sol}[/]")
     for skipped in verdict.skipped_configs:
         console.print(f"[dim]skipped config {skipped['index']}: {skipped['reason']}[/]")
     for note in verdict.notes:
