@@ -27,6 +27,7 @@ def test_a_memory_bound_config_runs_at_bandwidth() -> None:
     assert point.floor_ms == pytest.approx(floor)
     assert point.impossible(floor * 0.99) and "impossible" in point.impossible(floor * 0.99)
     assert point.impossible(point.sol_ms * 0.9) is None  # a little faster than measured peaks is possible
+    assert "no work on the device" in point.impossible(0.0)
 
 
 def test_a_compute_bound_config_uses_its_dtype_and_the_floor_any_dtype() -> None:

@@ -45,7 +45,7 @@ class ActivityRecorder:
         if results is None:
             raise RuntimeError("the profiler returned no results")
         return [
-            Activity(event.name(), event.start_ns(), event.end_ns())
+            Activity(event.name(), event.start_ns(), event.start_ns() + event.duration_ns())
             for event in results.events()
             if event.device_type() == clock.CUDA_DEVICE_TYPE and _is_work(event)
         ]

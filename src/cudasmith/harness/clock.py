@@ -18,10 +18,9 @@ perf_counter = time.perf_counter
 sleep = time.sleep
 
 Event = torch.cuda.Event
-# The C methods under torch.cuda.Event (absent in CPU-only builds of PyTorch).
-_event_base = getattr(torch._C, "_CudaEventBase", None)
-event_record = getattr(_event_base, "record", None)
-event_elapsed_ms = getattr(_event_base, "elapsed_time", None)
+# The functions, not the attribute look-ups: `torch.cuda.Event.record = …` later changes neither.
+event_record = torch.cuda.Event.record
+event_elapsed_ms = torch.cuda.Event.elapsed_time
 # cudaDeviceSynchronize: waits for the work of every stream of the device, not just the current one.
 cuda_synchronize = getattr(torch._C, "_cuda_synchronize", None)
 current_stream = torch.cuda.current_stream

@@ -39,6 +39,8 @@ class Roofline:
 
     def impossible(self, time_ms: float) -> str | None:
         """Why a time is physically impossible, or None."""
+        if time_ms <= 0 < self.bytes:
+            return f"no work on the device at all for {self.bytes / 1e6:.3g} MB of inputs and outputs: impossible"
         if time_ms >= self.floor_ms:
             return None
         return (

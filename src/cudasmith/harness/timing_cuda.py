@@ -194,11 +194,12 @@ def tools(device_index: int) -> _Tools | str:
 
 @dataclass
 class _Sample:
+    """One timed call (its output is not kept: a measurement may take thousands of samples)."""
+
     event_ms: float
     host_ms: float
     clock_mhz: float | None
     timed_out: bool
-    output: Any
 
 
 def _take_sample(
@@ -209,7 +210,7 @@ def _take_sample(
     cold: bool,
     queued: bool,
     events: tuple[Any, Any],
-) -> _Sample:
+) -> tuple[_Sample, Any]:
     words = kit.words.host if kit is not None else None
     if kit is not None and words is not None:
         if cold:
@@ -238,7 +239,7 @@ def _take_sample(
     # The blocker's record: words[1] timed out, words[2] nanoseconds spun, words[3] SM cycles meanwhile.
     clock_mhz = words[3] / words[2] * 1e3 if words is not None and words[2] >= BLOCKER_MIN_SPIN_NS else None
     timed_out = words is not None and words[1] != 0
-    return _Sample(clock.event_elapsed_ms(events[0], events[1]), host_ms, clock_mhz, timed_out, output)
+    return _Sample(clock.event_elapsed_ms(events[0], events[1]), host_ms, clock_mhz, timed_out), output
 
 
 def _graph_replayer(run: Callable[[int], Any], n_sets: int) -> Callable[[int], Any]:
@@ -334,7 +335,7 @@ def measure_cuda(
     try:
         while (stop := rule.reason()) is None:
             index = len(rule.ordered) % n_sets
-            sample = _take_sample(kit, call, index, stream, cold, queued, events)
+            sample, output = _take_sample(kit, call, index, stream, cold, queued, events)
             taken.append(sample)
             if sample.timed_out:
                 queued = False
@@ -357,7 +358,8 @@ def measure_cuda(
             kept.append(True)
             rule.add(sample.event_ms)
             if on_output is not None:
-                on_output(index, sample.output)
+                on_output(index, output)
+            del output
     finally:
         if recorder is not None:
             try:
