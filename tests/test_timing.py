@@ -23,6 +23,9 @@ from cudasmith.harness.timing import (
 from conftest import PROBLEMS, SOLUTIONS
 
 # A plan that stops as soon as the noise target allows, for tests that only need a few samples.
+HONEST, PATCHED = "vector_add_cpu.py", "vector_add_patches_timers.py"
+# Less than any call of a Python forward that calls a C function can take, in milliseconds.
+CALL_FLOOR_MS = 0.002
 QUICK = TimingPlan(l2_state="hot", warmup_calls=1, warmup_ms=0.0, min_sampling_s=0.0, max_seconds=0.5)
 SLEEP_S = 0.002
 
@@ -104,10 +107,12 @@ def test_measurement_summary_is_json_with_raw_samples() -> None:
 def test_a_solution_that_patches_timers_at_import_is_timed_like_an_honest_one() -> None:
     problem = PROBLEMS / "kernelbench_style_add.py"
     options = {"device": "cpu", "seeds_per_config": 1}
-    honest = evaluate(SOLUTIONS / "vector_add_cpu.py", problem=problem, **options)
-    patched = evaluate(SOLUTIONS / "vector_add_patches_timers.py", problem=problem, **options)
-    assert honest.status == patched.status == "correct", patched.reason
-    honest_ms, patched_ms = honest.configs[0].time_ms, patched.configs[0].time_ms
-    assert honest_ms and patched_ms
-    # The patched timers report a thousandth of the time: a harness that used them would be off by 1000x.
-    assert honest_ms / 20 < patched_ms < honest_ms * 20, (honest_ms, patched_ms)
+    verdicts = [evaluate(SOLUTIONS / name, problem=problem, **options) for name in (HONEST, PATCHED)]
+    for verdict in verdicts:
+        assert verdict.status == "correct", verdict.reason
+        timing = verdict.configs[0].timing
+        assert timing is not None
+        # A Python forward with a ctypes call takes microseconds; through the patched clock (1000x slow)
+        # the same call would read as nanoseconds. CPU timings on a busy machine vary too much to compare
+        # the two solutions' times with each other.
+        assert min(timing["samples_ms"]) > CALL_FLOOR_MS, (verdict.solution, timing["samples_ms"][:5])
