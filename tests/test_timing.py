@@ -95,6 +95,7 @@ def test_a_patched_clock_does_not_change_the_measurement(monkeypatch: pytest.Mon
     monkeypatch.setattr(time, "monotonic", lambda: 0.0)
     result = measure(lambda i: time.sleep(SLEEP_S), 1, "cpu", QUICK)
     assert result.median_ms >= SLEEP_S * 1e3
+    assert any("replaced by the code under test" in w and "time.perf_counter" in w for w in result.warnings)
 
 
 def test_measurement_summary_is_json_with_raw_samples() -> None:
@@ -116,3 +117,5 @@ def test_a_solution_that_patches_timers_at_import_is_timed_like_an_honest_one() 
         # the same call would read as nanoseconds. CPU timings on a busy machine vary too much to compare
         # the two solutions' times with each other.
         assert min(timing["samples_ms"]) > CALL_FLOOR_MS, (verdict.solution, timing["samples_ms"][:5])
+    assert any("torch.cuda.Event.elapsed_time" in note for note in verdicts[1].notes)  # and it is reported
+    assert not any("replaced" in note for note in verdicts[0].notes)

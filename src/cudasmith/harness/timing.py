@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from cudasmith.errors import CudasmithError
+from cudasmith.harness import clock
 from cudasmith.harness.clock import perf_counter as _perf_counter
 
 # Warm-up: at least this many calls (and at least one per input set) and this much time before the
@@ -230,10 +231,17 @@ def measure(
     if device.startswith("cuda"):
         from cudasmith.harness.timing_cuda import measure_cuda
 
-        return measure_cuda(run, n_sets, plan, on_output)
-    if plan.launch != "queued":
+        result = measure_cuda(run, n_sets, plan, on_output)
+    elif plan.launch != "queued":
         raise TimingError(f"launch mode {plan.launch!r} needs a GPU; the CPU times calls one by one")
-    return _measure_cpu(run, n_sets, plan, on_output)
+    else:
+        result = _measure_cpu(run, n_sets, plan, on_output)
+    swapped = clock.replaced()
+    if swapped:
+        result.warnings.append(
+            f"timing functions replaced by the code under test (not used): {', '.join(swapped)}"
+        )
+    return result
 
 
 def _measure_cpu(

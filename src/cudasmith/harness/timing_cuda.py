@@ -173,8 +173,7 @@ def tools(device_index: int) -> _Tools | str:
     """The sampling tools for a GPU, or why they cannot be had (then calls are timed with events alone)."""
     if device_index not in _tools:
         try:
-            from cudasmith.runtime.cuda import compile_cuda
-
+            compile_cuda = clock.compile_cuda
             torch.zeros(1, device=f"cuda:{device_index}")  # the primary context exists and is current
             props = torch.cuda.get_device_properties(device_index)
             _tools[device_index] = _Tools(
