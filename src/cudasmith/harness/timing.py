@@ -48,11 +48,11 @@ MIN_SAMPLES = 10
 MIN_SAMPLES_UNDER_CAP = 3
 MAX_SAMPLES = 2000
 TARGET_REL_STDERR = 0.005
-# A quarter second of samples makes medians agree across processes for short kernels, whose noise
-# target is met within a few dozen samples, long before their median has settled.
+# Short kernels meet the noise target within a few dozen samples; a quarter second of sampling (hundreds
+# of samples for them, still ten or more for long ones) is what medians that agree across processes need.
 MIN_SAMPLING_S = 0.25
 MAX_SECONDS = 2.0
-# CPU timings are noisier and CPU configs smaller: shorter minimum and cap keep CPU evaluations quick.
+# CPU configs are small (runner.CPU_MAX_CONFIG_BYTES): a shorter minimum and cap keep CPU evaluations quick.
 MIN_SAMPLING_S_CPU = 0.1
 MAX_SECONDS_CPU = 0.5
 # A cold sample on the CPU is preceded by writing this many bytes (more than a last-level cache).
