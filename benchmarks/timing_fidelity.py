@@ -219,8 +219,10 @@ def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict
             "do_bench": do_bench(lambda launch=launch: launch(0)) if do_bench and device == "cuda" else None,
             "kernelbench": kernelbench_ms(lambda launch=launch: launch(0), device),
         }
+        warnings = f"; {' | '.join(ours.warnings)}" if ours.warnings else ""
         print(
-            f"  {kernel.name}: ours {ours.median_ms * 1e3:.2f} µs ({ours.method}, n={len(ours.samples_ms)})"
+            f"  {kernel.name}: ours {ours.median_ms * 1e3:.2f} µs ({ours.method}, n={len(ours.samples_ms)}, "
+            f"stop: {ours.stop}{warnings})"
         )
     return results
 
