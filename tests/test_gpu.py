@@ -17,7 +17,8 @@ pytestmark = pytest.mark.gpu
 def test_gpu_examples_are_correct_and_timed(example: str) -> None:
     if example.endswith("triton.py") and importlib.util.find_spec("triton") is None:
         pytest.skip("Triton is not installed")
-    verdict = evaluate(EXAMPLES / example, task="level1/softmax", device="cuda")
+    # Eager PyTorch only: torch.compile baselines are test_timing_gpu.py's business (and take minutes).
+    verdict = evaluate(EXAMPLES / example, task="level1/softmax", device="cuda", baselines=("eager",))
     assert verdict.status == "correct", verdict.reason
     assert verdict.speedup and verdict.speedup > 0
     assert "H100" in verdict.device or "H200" in verdict.device or verdict.device
@@ -38,6 +39,8 @@ def test_cuda_runtime_error_is_recorded_and_the_worker_replaced() -> None:
 
 
 def test_load_inline_solutions_work() -> None:
-    verdict = evaluate(SOLUTIONS / "vector_add_load_inline.py", task="level1/vector_add", device="cuda")
+    verdict = evaluate(
+        SOLUTIONS / "vector_add_load_inline.py", task="level1/vector_add", device="cuda", baselines=("eager",)
+    )
     assert verdict.status == "correct", verdict.reason
     print(f"load_inline vector_add: {verdict.speedup:.2f}x in {verdict.wall_s:.0f} s wall")

@@ -28,6 +28,8 @@ _EXPORTS = {
     "HarnessError": "cudasmith.errors",
     "LLMError": "cudasmith.errors",
     "BudgetExhausted": "cudasmith.errors",
+    "DevicePeaks": "cudasmith.device",
+    "load_peaks": "cudasmith.device",
 }
 __all__ = [*_EXPORTS, "__version__"]
 

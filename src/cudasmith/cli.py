@@ -54,6 +54,27 @@ def eval_command(
     seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
     samples: Annotated[bool, typer.Option(help="Include raw timing samples in --json output.")] = False,
+    l2: Annotated[
+        str | None,
+        typer.Option(
+            "--l2",
+            help="L2 while timing: cold (flushed before each call) or hot \\[default: the problem's, cold]",
+        ),
+    ] = None,
+    graph: Annotated[
+        bool, typer.Option("--graph", help="Time CUDA-graph replays of each call (for launch-bound kernels).")
+    ] = False,
+    baselines: Annotated[
+        str | None,
+        typer.Option(
+            help="Baselines timed beside eager PyTorch: compile, compile-max-autotune, expert, comma-separated "
+            "\\[default: all on a GPU, expert on the CPU]"
+        ),
+    ] = None,
+    fresh_baselines: Annotated[
+        bool,
+        typer.Option("--fresh-baselines", help="Time the baselines again instead of using cached times."),
+    ] = False,
 ) -> None:
     """Judge SOLUTION against a task: correct on every config and input set, and how fast.
 
@@ -62,6 +83,7 @@ def eval_command(
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
     from cudasmith.api import default_device, resolve_problem
+    from cudasmith.harness.baselines import parse_baselines
     from cudasmith.harness.runner import EvalOptions, evaluate
     from cudasmith.report.verdict_table import print_verdict, progress_bar
 
@@ -72,7 +94,14 @@ def eval_command(
         if seeds < 1:
             raise UsageError("--seeds must be at least 1")
         options = EvalOptions(
-            device=device or default_device(), seed=seed, seeds_per_config=seeds, timing=timing
+            device=device or default_device(),
+            seed=seed,
+            seeds_per_config=seeds,
+            timing=timing,
+            baselines=parse_baselines(baselines) if baselines else None,
+            l2_state=l2,
+            graph=graph,
+            baseline_cache=not fresh_baselines,
         )
         with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
             verdict = evaluate(solution, loaded, options, progress)
@@ -271,6 +300,57 @@ def ask_command(
 
         print_ask(result)
     raise typer.Exit(EXIT_CORRECT if result.best is not None else EXIT_VERDICT)
+
+
+@app.command("device")
+def device_command(
+    device: Annotated[
+        str | None,
+        typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object: properties and peaks.")
+    ] = False,
+    remeasure: Annotated[bool, typer.Option("--remeasure", help="Measure again even when cached.")] = False,
+    measure: Annotated[
+        bool, typer.Option("--measure/--no-measure", help="Measure the peaks when none are cached.")
+    ] = True,
+) -> None:
+    """Show the device's properties and its speed of light: memory bandwidth and FLOP rates per dtype.
+
+    The peaks are measured here (a few seconds), once per device and software versions, and cached;
+    every verdict's roofline and % of speed of light use them.
+
+    Example: [bold]cudasmith device --json[/]
+    """
+    from cudasmith.api import default_device
+    from cudasmith.device import ensure_peaks, load_peaks, properties
+
+    try:
+        device = device or default_device()
+        if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
+            raise UsageError(f"device must be 'cuda' or 'cpu', not {device!r}")
+        if device.startswith("cuda"):
+            import torch
+
+            if not torch.cuda.is_available():
+                raise UsageError("no CUDA GPU is visible here; use --device cpu")
+        found = properties(device)
+        if measure or remeasure:
+            with stderr.status("measuring the device's speed of light…", spinner="dots"):
+                peaks = ensure_peaks(device, remeasure=remeasure)
+        else:
+            peaks = load_peaks(device)
+    except CudasmithError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        document = {"properties": found, "peaks": peaks.to_dict() if peaks else None}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    from cudasmith.report.device_table import print_device
+
+    print_device(found, peaks)
 
 
 def main() -> None:

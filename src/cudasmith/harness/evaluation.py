@@ -17,9 +17,12 @@ from typing import Any
 
 import torch
 
+from cudasmith.device import DevicePeaks, load_peaks, software_versions
 from cudasmith.errors import HarnessError
+from cudasmith.harness.baselines import BASELINES, BaselineTimer, default_baselines
 from cudasmith.harness.check import Comparison, judge
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.roofline import roofline
 from cudasmith.harness.runner import EvalOptions, Progress, select_configs
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timing import default_plan
@@ -29,6 +32,8 @@ from cudasmith.tasks.problem import Problem, load_module
 
 # Timing rotates among this many distinct input sets (the worker may use fewer to fit memory).
 TIMING_SEEDS = 4
+# Measuring the device's peaks, once per device and software versions (seconds, first time only).
+PEAKS_TIMEOUT_S = 300.0
 # Statuses after which a worker's state cannot be trusted for more work.
 FATAL = ("timeout", "compile_error", "rejected", "runtime_error")
 DRAWN = "harness-drawn inputs (signed, wider range than the problem's)"
@@ -49,6 +54,10 @@ class Evaluation:
                                device=options.device, dtype=problem.dtype)  # fmt: skip
         self.described: list[dict[str, Any]] = []
         self._problem_module: Any = None
+        launch = "graph" if options.graph else "queued"
+        self.plan = default_plan(options.device, options.l2_state or problem.l2_state, launch)
+        self._peaks: DevicePeaks | None = None
+        self._baselines: BaselineTimer | None = None
 
     # -- talking to the workers -------------------------------------------------------------------
 
@@ -174,22 +183,49 @@ class Evaluation:
         )
         return result
 
+    def _prepare_timing(self, reference: WorkerProcess) -> None:
+        """The baseline timer and the device's peaks (measured by the reference worker the first time)."""
+        self.verdict.timing = {"l2_state": self.plan.l2_state, "launch": self.plan.launch}
+        names = self.options.baselines or default_baselines(self.options.device)
+        identity = {"device": self.verdict.device, **software_versions()}
+        self._baselines = BaselineTimer(
+            self.problem, self.options.device, names, self.plan, identity, self.options.baseline_cache
+        )
+        self._peaks = load_peaks(self.options.device, name=self.verdict.device)
+        if self._peaks is None:
+            self.progress("measuring the device (once)", 0, 1)
+            try:
+                reply, _ = reference.request({"op": "peaks"}, PEAKS_TIMEOUT_S, "measuring the device")
+            except WorkerFailure as failure:
+                reply = {"ok": False, "reason": str(failure)}
+            if reply.get("ok"):
+                self._peaks = DevicePeaks.from_dict(reply["peaks"])
+            else:
+                self.verdict.note(f"no roofline: measuring the device failed ({reply.get('reason')})")
+        if self._peaks is not None:
+            self.verdict.peaks = self._peaks.to_dict()
+
     def _time(self, reference: WorkerProcess, candidate: WorkerProcess, result: ConfigResult,
-              config: dict[str, Any]) -> None:  # fmt: skip
+              config: dict[str, Any], step: int) -> None:  # fmt: skip
         seeds = [derive_seed(self.secret, "time", result.index, k) for k in range(TIMING_SEEDS)]
         request = {"op": "time", "config_index": result.index, "config": config,
                    "init_seed": derive_seed(self.secret, "init", result.index), "input_seeds": seeds,
                    "perturb_seed": derive_seed(self.secret, "perturb", result.index) % 2**48,
-                   "plan": asdict(default_plan(self.options.device, self.problem.l2_state))}  # fmt: skip
+                   "plan": asdict(self.plan)}  # fmt: skip
         label = _label(result.index, config, result.hidden, self.problem)
-        baseline, _ = self._ask_reference(
-            reference, request, self.options.timing_timeout_s, f"timing the baseline on {label}"
+        assert self._baselines is not None
+        total = 2 * len(self.verdict.configs)
+        baselines = self._baselines.time(
+            config, request, label, lambda what: self.progress(f"{what} on {label}", step, total)
         )
-        checked = {
-            **request,
-            "checks": self.options.timed_checks,
-            "check_seed": derive_seed(self.secret, "check", result.index),
-        }
+        eager = baselines["eager"]
+        if "error" in eager:
+            raise HarnessError(
+                f"the reference failed while timing eager PyTorch on {label}: {eager['error']}"
+            )
+        self.progress(f"timing {label}", step, total)
+        checks = self.options.timed_checks if self.options.defences else 0
+        checked = {**request, "checks": checks, "check_seed": derive_seed(self.secret, "check", result.index)}
         try:
             reply, kept = candidate.request(checked, self.options.timing_timeout_s, f"timing {label}")
         except WorkerFailure as failure:
@@ -198,8 +234,22 @@ class Evaluation:
         if not reply.get("ok"):
             result.status, result.reason = reply["status"], f"{label} while timing: {reply['reason']}"
             return
+        if not self._recheck(reference, result, config, seeds, reply["checks"], kept, label):
+            return
+        result.timing, result.baseline_timing = reply["measurement"], eager["measurement"]
+        result.time_ms = reply["measurement"]["median_ms"]
+        result.time_ci95_ms = reply["measurement"]["ci95_ms"]
+        result.baseline_ms = eager["measurement"]["median_ms"]
+        result.speedup = result.baseline_ms / result.time_ms if result.time_ms > 0 else None
+        for warning in reply["measurement"].get("warnings", []):
+            self.verdict.note(f"{label}: {warning}")
+        self._assess(result, baselines, label)
+
+    def _recheck(self, reference: WorkerProcess, result: ConfigResult, config: dict[str, Any], seeds: list[int],
+                 checks: list[dict[str, Any]], kept: list[torch.Tensor], label: str) -> bool:  # fmt: skip
+        """The outputs of randomly chosen timed calls against the reference for their inputs."""
         offset = 0
-        for check in reply["checks"]:
+        for check in checks:
             outputs = kept[offset : offset + check["n_outputs"]]
             offset += check["n_outputs"]
             ref_request = self._request(result.index, config, seeds[check["set"]], perturb=check["perturb"])
@@ -209,12 +259,38 @@ class Evaluation:
                 result.status = "rejected"
                 result.reason = (f"{label}: the output of timed call {check['call']} is wrong although the checked calls "
                                  f"were right (a cached result, or work done only when checked): {comparison.reason}")  # fmt: skip
-                return
-        result.timing, result.baseline_timing = reply["measurement"], baseline["measurement"]
-        result.time_ms = reply["measurement"]["median_ms"]
-        result.time_ci95_ms = reply["measurement"]["ci95_ms"]
-        result.baseline_ms = baseline["measurement"]["median_ms"]
-        result.speedup = result.baseline_ms / result.time_ms if result.time_ms > 0 else None
+                return False
+        return True
+
+    def _assess(self, result: ConfigResult, baselines: dict[str, dict[str, Any]], label: str) -> None:
+        """Every baseline's speedup, the roofline and % of speed of light; an impossible time is rejected."""
+        point = None
+        if self._peaks is not None and result.index < len(self.described):
+            point = roofline(self.described[result.index], self.problem.dtype, self._peaks)
+        assert result.time_ms is not None
+        for name, entry in baselines.items():
+            if "error" in entry:
+                result.baselines[name] = {"error": entry["error"]}
+                self.verdict.note(f"{BASELINES[name]} not timed on {label}: {entry['error']}")
+                continue
+            baseline_ms = entry["measurement"]["median_ms"]
+            result.baselines[name] = {
+                "time_ms": baseline_ms,
+                "ci95_ms": entry["measurement"]["ci95_ms"],
+                "speedup": baseline_ms / result.time_ms if result.time_ms > 0 else None,
+                "sol_pct": point.sol_pct(baseline_ms) if point else None,
+                "method": entry["measurement"]["method"],
+                "cached": entry["cached"],
+            }
+            if point is not None and point.impossible(baseline_ms):
+                self.verdict.note(f"{BASELINES[name]} on {label} beats the roofline floor: the device peaks look "
+                                  "underestimated (`cudasmith device --remeasure`)")  # fmt: skip
+        if point is None:
+            return
+        result.roofline = point.to_dict()
+        result.sol_pct = point.sol_pct(result.time_ms)
+        if impossible := point.impossible(result.time_ms):
+            result.status, result.reason = "rejected", f"{label}: {impossible}"
 
     # -- the whole evaluation ---------------------------------------------------------------------
 
@@ -246,6 +322,8 @@ class Evaluation:
         finally:
             reference.close()
             candidate.close()
+            if self._baselines is not None:
+                self._baselines.close()
 
     def _run(self, reference: WorkerProcess, candidate: WorkerProcess, started: float) -> Verdict:
         self.progress("loading", 0, 1)
@@ -275,9 +353,9 @@ class Evaluation:
             if self.verdict.configs[-1].status in FATAL:
                 break
         if self.options.timing and all(r.status == "correct" for r in self.verdict.configs):
+            self._prepare_timing(reference)
             for step, (result, (_, config, _)) in enumerate(zip(self.verdict.configs, selected, strict=True)):
-                self.progress("timing", len(selected) + step, total)
-                self._time(reference, candidate, result, config)
+                self._time(reference, candidate, result, config, len(selected) + step)
                 if result.status != "correct":
                     break
         self.progress("done", total, total)
@@ -297,6 +375,10 @@ class Evaluation:
         verdict.status = status
         if status == "correct":
             verdict.speedup = geometric_mean([r.speedup for r in verdict.configs if r.speedup])
+            for name in BASELINES:
+                ratios = [r.baselines[name].get("speedup") for r in verdict.configs if name in r.baselines]
+                if (mean := geometric_mean([x for x in ratios if x])) is not None:
+                    verdict.speedups[name] = mean
             checked = sum(r.seeds_checked for r in verdict.configs)
             speed = f"; {verdict.speedup:.2f}x {verdict.baseline} (geometric mean)" if verdict.speedup else ""
             reason = f"correct on {len(verdict.configs)} configs, {checked} input sets{speed}"

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from cudasmith.errors import UsageError
+from cudasmith.harness.timing import L2_STATES
 from cudasmith.harness.verdict import Verdict
 from cudasmith.tasks.problem import Problem
 
@@ -23,6 +24,8 @@ LOAD_TIMEOUT_S = 900.0
 CALL_TIMEOUT_S = 180.0
 # Timing one config: warm-up, up to timing.MAX_SECONDS of samples, and making the input sets.
 TIMING_TIMEOUT_S = 300.0
+# Measuring the device's peaks, once per device and software versions (seconds, first time only).
+PEAKS_TIMEOUT_S = 300.0
 # On the CPU, configs bigger than this (inputs plus outputs, or FLOPs) are skipped; the smallest
 # public and the smallest hidden config always run.
 CPU_MAX_CONFIG_BYTES = 64 * 1024**2
@@ -56,6 +59,13 @@ class EvalOptions:
     # Off only to measure what the defences cost: no screen, drawn inputs, timed checks, poisoning,
     # operator recording, input and tamper checks. Such a verdict says so and judges nothing.
     defences: bool = True
+    # Baselines timed beside eager PyTorch (None: baselines.default_baselines for the device).
+    baselines: tuple[str, ...] | None = None
+    # L2 state while timing (None: the problem's L2_STATE, cold unless it says hot).
+    l2_state: str | None = None
+    # Time CUDA-graph replays of each call (for launch-bound kernels) instead of queued calls.
+    graph: bool = False
+    baseline_cache: bool = True
 
 
 def select_configs(
@@ -110,6 +120,10 @@ def evaluate(
     options = options or EvalOptions()
     if options.device not in ("cuda", "cpu") and not options.device.startswith("cuda:"):
         raise UsageError(f"device must be 'cuda' or 'cpu', not {options.device!r}")
+    if options.l2_state is not None and options.l2_state not in L2_STATES:
+        raise UsageError(f"the L2 state must be one of {', '.join(L2_STATES)}, not {options.l2_state!r}")
+    if options.graph and not options.device.startswith("cuda"):
+        raise UsageError("CUDA-graph timing (--graph) needs a GPU")
     if options.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("no CUDA GPU is visible here; use --device cpu (C kernels) or run on a GPU machine")
     from cudasmith.harness.evaluation import Evaluation

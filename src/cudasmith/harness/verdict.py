@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cudasmith.harness.timing import RAW_KEYS
+
 STATUSES = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout")
 # When configs disagree, the verdict takes the status that comes first here.
 PRECEDENCE = ("timeout", "compile_error", "rejected", "runtime_error", "incorrect", "correct")
@@ -30,6 +32,11 @@ class ConfigResult:
     mismatch: dict[str, Any] | None = None
     timing: dict[str, Any] | None = None
     baseline_timing: dict[str, Any] | None = None
+    # Work, speed of light and floor of this config (roofline.Roofline), and how close the time came.
+    roofline: dict[str, Any] | None = None
+    sol_pct: float | None = None
+    # Per baseline: time_ms, ci95_ms, speedup (baseline time over the candidate's), sol_pct; or error.
+    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,6 +52,11 @@ class Verdict:
     configs: list[ConfigResult] = field(default_factory=list)
     skipped_configs: list[dict[str, Any]] = field(default_factory=list)
     baseline: str = "eager PyTorch"
+    # Geometric-mean speedup against each baseline timed (eager's is `speedup`).
+    speedups: dict[str, float] = field(default_factory=dict)
+    # How times were taken (L2 state, launch mode) and the device peaks the roofline used.
+    timing: dict[str, Any] = field(default_factory=dict)
+    peaks: dict[str, Any] | None = None
     dtype: str | None = None
     wall_s: float = 0.0
     torch_ops: dict[str, int] = field(default_factory=dict)
@@ -68,8 +80,9 @@ class Verdict:
         if not samples:
             for config in data["configs"]:
                 for key in ("timing", "baseline_timing"):
-                    if config[key]:
-                        config[key].pop("samples_ms", None)
+                    for raw in RAW_KEYS:
+                        if config[key]:
+                            config[key].pop(raw, None)
         return _finite(data)
 
 

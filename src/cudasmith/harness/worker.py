@@ -30,7 +30,7 @@ from cudasmith.hardware import device_name
 from cudasmith.harness import protocol
 from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.tamper import Snapshot, describe
-from cudasmith.harness.timing import TimingPlan, measure
+from cudasmith.harness.timing import CallHooks, TimingPlan, measure
 from cudasmith.harness.torch_ops import OpRecorder
 from cudasmith.tasks.inputs import (
     build_model,
@@ -122,6 +122,42 @@ def _check_unmodified(inputs: list[Any], pristine: list[torch.Tensor], when: str
             raise CandidateFault("rejected", f"input {index} was modified {when}")
 
 
+class TimedCalls(CallHooks):
+    """Around each timed call: fresh inputs (perturb_inputs, undone afterwards), and the outputs of a few
+    calls chosen at random (reservoir sampling, with a seed the parent chose) kept for re-checking."""
+
+    def __init__(
+        self, input_sets: list[list[Any]], device: str, request: dict[str, Any], perturb: bool
+    ) -> None:
+        self.input_sets = input_sets
+        self.device = device
+        self.perturb_seed = request.get("perturb_seed", 0)
+        self.perturb = perturb
+        self.wanted = request.get("checks", 0)
+        self.chooser = random.Random(request.get("check_seed", 0))
+        self.kept: list[tuple[int, int, int, list[torch.Tensor]]] = []  # (sample, set, perturbation, outputs)
+        self.seen = 0
+
+    def before(self, sample: int, index: int) -> None:
+        if self.perturb:
+            perturb_inputs(self.input_sets[index], self.perturb_seed + sample)
+
+    def after(self, sample: int, index: int, output: Any, kept: bool) -> None:
+        if self.perturb:
+            perturb_inputs(self.input_sets[index], self.perturb_seed + sample)  # restores the inputs
+        if not kept or not self.wanted:
+            return
+        self.seen += 1
+        slot = len(self.kept) if len(self.kept) < self.wanted else self.chooser.randrange(self.seen)
+        if slot < self.wanted:
+            outputs = [o.detach().clone() for o in _as_outputs(output, self.device)]
+            entry = (sample, index, self.perturb_seed + sample, outputs)
+            if slot == len(self.kept):
+                self.kept.append(entry)
+            else:
+                self.kept[slot] = entry
+
+
 class Worker:
     """State of one worker process: the loaded modules, one model per config, the tamper snapshot."""
 
@@ -139,6 +175,7 @@ class Worker:
         self.models: dict[tuple[int, bool], Any] = {}
         # Off only to measure what the defences cost (benchmarks/defence_overhead.py).
         self.defences: bool = setup.get("defences", True)
+        self.baselines: dict[tuple[str, int], Any] = {}
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
@@ -244,58 +281,53 @@ class Worker:
             outputs = outputs + input_tensors(inputs)
         return header, outputs
 
+    def _timed(self, request: dict[str, Any]) -> Any:
+        """What a time request times: the candidate's model, or the baseline a reference worker is asked for."""
+        name = request.get("baseline", "eager")
+        if self.role == "candidate" or name == "eager":
+            return self._model(request)
+        key = (name, request["config_index"])
+        if key not in self.baselines:
+            problem = self.problem
+            assert problem is not None
+            init_seed = request["init_seed"]
+
+            def expert(cls: type) -> Any:
+                init_inputs = make_init_inputs(problem, request["config"], init_seed)
+                return build_model(cls, init_inputs, init_seed, self.device)
+
+            from cudasmith.harness.baselines import build_baseline
+
+            self.baselines[key] = build_baseline(name, problem, expert, self._model(request))
+        return self.baselines[key]
+
     def time(self, request: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         """Time forward over rotating input sets, each call's inputs perturbed afresh (see
         perturb_inputs); keep the outputs of a few calls chosen at random, for the parent to check."""
         assert self.problem is not None
-        model = self._model(request)
+        model = self._timed(request)
         seeds = request["input_seeds"]
         input_sets = [make_inputs(self.problem, request["config"], seeds[0], self.device)]
         affordable = max(1, TIMING_INPUT_BYTES_CAP // max(1, tensor_bytes(input_sets[0])))
         for seed in seeds[1 : min(len(seeds), TIMING_INPUT_SETS, affordable)]:
             input_sets.append(make_inputs(self.problem, request["config"], seed, self.device))
         pristine = [_pristine(inputs) for inputs in input_sets] if self.defences else []
-        chooser = random.Random(request.get("check_seed", 0))
-        wanted = request.get("checks", 0)
-        kept: list[tuple[int, int, int, list[torch.Tensor]]] = []  # (call, set, perturb seed, outputs)
-        calls_seen = 0
-        last: list[Any] = [None]
-
-        def perturbation(call: int) -> int:
-            return request["perturb_seed"] + call
-
-        def before(call: int) -> None:
-            if self.defences:
-                perturb_inputs(input_sets[call % len(input_sets)], perturbation(call))
-
-        def run(call: int) -> None:
-            last[0] = model(*input_sets[call % len(input_sets)])
-
-        def after(call: int) -> None:
-            nonlocal calls_seen
-            if self.defences:
-                perturb_inputs(input_sets[call % len(input_sets)], perturbation(call))  # restores the inputs
-            calls_seen += 1
-            # Reservoir sampling: every call is equally likely to end among the kept ones.
-            slot = len(kept) if len(kept) < wanted else chooser.randrange(calls_seen)
-            if slot < wanted:
-                outputs = [o.detach().clone() for o in _as_outputs(last[0], self.device)]
-                entry = (call, call % len(input_sets), perturbation(call), outputs)
-                if slot == len(kept):
-                    kept.append(entry)
-                else:
-                    kept[slot] = entry
-            last[0] = None
-
+        hooks = TimedCalls(input_sets, self.device, request, self.defences)
         with torch.no_grad():
-            measurement = measure(run, self.device, TimingPlan(**request.get("plan", {})), before, after)
+            measurement = measure(
+                lambda index: model(*input_sets[index]),
+                len(input_sets),
+                self.device,
+                TimingPlan(**request.get("plan", {})),
+                hooks,
+            )
         if self.role == "candidate" and self.defences:
             self.guard("while timing")
             for inputs, copies in zip(input_sets, pristine, strict=True):
                 _check_unmodified(inputs, copies, "during timing")
         checks = [
-            {"call": call, "set": index, "perturb": seed, "n_outputs": len(outs)}
-            for call, index, seed, outs in kept
+            {"call": sample, "set": index, "perturb": seed, "n_outputs": len(outputs)}
+            for sample, index, seed, outputs in hooks.kept
         ]
         header = {
             "ok": True,
@@ -303,7 +335,12 @@ class Worker:
             "input_sets": len(input_sets),
             "checks": checks,
         }
-        return header, [o for *_, outputs in kept for o in outputs]
+        return header, [o for *_, outputs in hooks.kept for o in outputs]
+
+    def peaks(self, request: dict[str, Any]) -> dict[str, Any]:
+        from cudasmith.device import ensure_peaks
+
+        return {"ok": True, "peaks": ensure_peaks(self.device).to_dict()}
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.problem is not None
@@ -328,6 +365,8 @@ class Worker:
             return self.time(request)
         if op == "finish":
             return self.finish(), []
+        if op == "peaks":
+            return self.peaks(request), []
         raise ValueError(f"unknown request {op!r}")
 
 

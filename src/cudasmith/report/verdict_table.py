@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cudasmith.harness.baselines import BASELINES
 from cudasmith.harness.runner import Progress as ProgressCallback
 from cudasmith.harness.verdict import Verdict
 
@@ -42,7 +43,7 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
     console.print(f"[dim]{verdict.task} · {verdict.solution} · {verdict.device} · {verdict.wall_s:.1f} s[/]")
     if verdict.configs:
         table = Table(show_edge=False, pad_edge=False)
-        for column in ("#", "config", "status", "rel err", "time", verdict.baseline, "speedup"):
+        for column in ("#", "config", "status", "rel err", "time", verdict.baseline, "speedup", "% SOL"):
             table.add_column(column, justify="left" if column in {"config", "status"} else "right")
         for result in verdict.configs:
             table.add_row(
@@ -53,8 +54,16 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
                 _ms(result.time_ms),
                 _ms(result.baseline_ms),
                 "–" if result.speedup is None else f"{result.speedup:.2f}x",
+                "–" if result.sol_pct is None else f"{result.sol_pct:.1f}",
             )
         console.print(table)
+    others = [f"{s:.2f}x {BASELINES[n]}" for n, s in verdict.speedups.items() if n != "eager"]
+    if others:
+        console.print(f"[dim]also {', '.join(others)} (geometric means)[/]")
+    if verdict.timing:
+        graph = ", CUDA-graph replays" if verdict.timing.get("launch") == "graph" else ""
+        sol = "; % SOL: of this device's measured peaks (cudasmith device)" if verdict.peaks else ""
+        console.print(f"[dim]timed with {verdict.timing.get('l2_state')} L2{graph}{sol}[/]")
     for skipped in verdict.skipped_configs:
         console.print(f"[dim]skipped config {skipped['index']}: {skipped['reason']}[/]")
     for note in verdict.notes:

@@ -1,0 +1,231 @@
+"""The device: its properties, and its speed of light as measured here (memory bandwidth, FLOP rates).
+
+Peaks are measured once per device and software versions (`cudasmith device` does it, and so does the
+first timed evaluation) and cached beside the kernel cache:
+
+    peaks = cudasmith.device.load_peaks()      # None until measured
+    peaks.memory_gb_per_s, peaks.compute_tflops("bfloat16")
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cudasmith.hardware import device_name
+from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
+
+# The versions a measured peak depends on (the kernels that reach it come with PyTorch and CUDA).
+PEAK_VERSION_KEYS = ("cudasmith", "torch", "cuda", "driver")
+
+
+def device_kind(device: str) -> str:
+    """'cuda' for 'cuda', 'cuda:1'…; 'cpu' otherwise."""
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _driver_version() -> str | None:
+    """The CUDA driver's version, e.g. '13.0' (no GPU context is created)."""
+    try:
+        from cuda.bindings import driver
+
+        error, version = driver.cuDriverGetVersion()
+        return f"{version // 1000}.{version % 1000 // 10}" if int(error) == 0 else None
+    except Exception:  # no cuda-python, or no driver on this machine
+        return None
+
+
+def software_versions() -> dict[str, str | None]:
+    """Versions that timings depend on; computed without touching the GPU, so any process gets the same."""
+    import torch
+
+    from cudasmith import __version__
+
+    return {
+        "cudasmith": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "driver": _driver_version(),
+        "triton": _package_version("triton"),
+    }
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    """What the device achieves here: device-memory bandwidth and FLOP rates per dtype."""
+
+    device: str
+    kind: str
+    memory_gb_per_s: float
+    matrix_tflops: dict[str, float]
+    vector_tflops: dict[str, float]
+    # Bytes that may stay on chip between or during calls (the GPU's L2, the CPU's last-level cache).
+    cache_bytes: int
+    memory_detail_gb_per_s: dict[str, float] = field(default_factory=dict)
+    versions: dict[str, str | None] = field(default_factory=dict)
+    measured_at: str = ""
+    seconds: float = 0.0
+
+    def compute_tflops(self, dtype: str | None) -> float | None:
+        """The best FLOP rate for a dtype (matrix or vector units), in TFLOP/s; None if not measured."""
+        rates = [table[dtype] for table in (self.matrix_tflops, self.vector_tflops) if dtype in table]
+        return max(rates) if rates else None
+
+    def max_tflops(self) -> float:
+        """The highest FLOP rate measured for any dtype, in TFLOP/s."""
+        return max([*self.matrix_tflops.values(), *self.vector_tflops.values(), 0.0])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the cache file's content)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DevicePeaks:
+        """Rebuild from to_dict()'s output."""
+        return cls(**data)
+
+
+def peaks_path(name: str, versions: dict[str, str | None]) -> Path:
+    """The cache file of one device's peaks under one set of software versions."""
+    relevant = {key: versions.get(key) for key in PEAK_VERSION_KEYS}
+    return cache_dir("device") / f"{content_key(name, json.dumps(relevant, sort_keys=True))}.json"
+
+
+def load_peaks(device: str = "cuda", name: str | None = None) -> DevicePeaks | None:
+    """The measured peaks of a device (this machine's GPU or CPU by default); None when never measured.
+
+    `name` (as a verdict names the device) avoids initialising CUDA in the calling process.
+    """
+    path = peaks_path(name or device_name(device), software_versions())
+    try:
+        return DevicePeaks.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def save_peaks(peaks: DevicePeaks) -> Path:
+    """Cache measured peaks; returns the file."""
+    path = peaks_path(peaks.device, peaks.versions)
+    write_atomically(path, json.dumps(peaks.to_dict(), indent=2).encode())
+    return path
+
+
+def ensure_peaks(device: str = "cuda", remeasure: bool = False) -> DevicePeaks:
+    """The device's peaks from the cache, measured (a few seconds) and cached when absent."""
+    cached = None if remeasure else load_peaks(device)
+    if cached is not None:
+        return cached
+    from cudasmith.harness.speed_of_light import measure_peaks
+
+    peaks = measure_peaks(device)
+    save_peaks(peaks)
+    return peaks
+
+
+def now_iso() -> str:
+    """The current time, for 'measured at' stamps."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _cpu_cache_bytes() -> int:
+    """The CPU's last-level cache in bytes (0 when the OS does not say)."""
+    sizes = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+        sizes.append(int(text.rstrip("KMG") or 0) * scale)
+    return max(sizes, default=0)
+
+
+def _cpu_memory_bytes() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def cache_bytes(device: str) -> int:
+    """Bytes that may stay on chip: the GPU's L2 or the CPU's last-level cache."""
+    if device_kind(device) == "cuda":
+        import torch
+
+        return int(getattr(torch.cuda.get_device_properties(torch.device(device)), "L2_cache_size", 0))
+    return _cpu_cache_bytes()
+
+
+def _gpu_attributes(index: int) -> dict[str, int]:
+    """Clock rates (kHz) and memory bus width (bits) from the driver; empty where it does not say."""
+    try:
+        from cuda.bindings import driver
+
+        error, handle = driver.cuDeviceGet(index)
+        if int(error) != 0:
+            return {}
+        wanted = {
+            "sm_clock_khz": "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
+            "memory_clock_khz": "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
+            "memory_bus_bits": "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH",
+        }
+        found = {}
+        for key, attribute in wanted.items():
+            error, value = driver.cuDeviceGetAttribute(getattr(driver.CUdevice_attribute, attribute), handle)
+            if int(error) == 0 and value > 0:
+                found[key] = int(value)
+        return found
+    except Exception:  # older driver or no cuda-python: the properties table shows less
+        return {}
+
+
+def properties(device: str = "cuda") -> dict[str, Any]:
+    """The device's properties, every number with its unit in its name."""
+    if device_kind(device) == "cpu":
+        return {
+            "name": device_name("cpu"),
+            "cores": os.cpu_count(),
+            "last_level_cache_bytes": _cpu_cache_bytes(),
+            "memory_bytes": _cpu_memory_bytes(),
+            "machine": platform.machine(),
+        }
+    import torch
+
+    torch_device = torch.device(device)
+    index = torch_device.index if torch_device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    found: dict[str, Any] = {
+        "name": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
+        "memory_bytes": int(props.total_memory),
+    }
+    attributes = _gpu_attributes(index)
+    if "sm_clock_khz" in attributes:
+        found["max_sm_clock_mhz"] = attributes["sm_clock_khz"] / 1e3
+    if "memory_clock_khz" in attributes and "memory_bus_bits" in attributes:
+        found["memory_clock_mhz"] = attributes["memory_clock_khz"] / 1e3
+        found["memory_bus_bits"] = attributes["memory_bus_bits"]
+        # Double data rate: two transfers per clock, bus_bits / 8 bytes per transfer.
+        found["theoretical_memory_gb_per_s"] = (
+            2 * attributes["memory_clock_khz"] * 1e3 * attributes["memory_bus_bits"] / 8 / 1e9
+        )
+    return found

@@ -1,0 +1,74 @@
+"""Device properties and measured peaks: the cache, the Python function, and `cudasmith device`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudasmith.device import DevicePeaks, load_peaks, properties, save_peaks, software_versions
+
+from conftest import run_cli
+
+
+def _peaks(name: str) -> DevicePeaks:
+    return DevicePeaks(
+        device=name,
+        kind="cpu",
+        memory_gb_per_s=20.0,
+        matrix_tflops={"float32": 0.5},
+        vector_tflops={"float32": 0.25, "float64": 0.125},
+        cache_bytes=32 * 2**20,
+        versions=software_versions(),
+    )
+
+
+def test_peaks_are_none_until_measured_then_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
+    assert load_peaks("cpu", name="test CPU") is None
+    save_peaks(_peaks("test CPU"))
+    loaded = load_peaks("cpu", name="test CPU")
+    assert loaded == _peaks("test CPU")
+    assert loaded.compute_tflops("float32") == 0.5 and loaded.compute_tflops("bfloat16") is None
+    assert loaded.max_tflops() == 0.5
+    assert load_peaks("cpu", name="another CPU") is None
+
+
+def test_cpu_properties_name_their_units() -> None:
+    found = properties("cpu")
+    assert found["cores"] == os.cpu_count()
+    assert found["memory_bytes"] > 0 and "last_level_cache_bytes" in found
+
+
+def test_device_command_measures_once_and_prints_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
+    command = [sys.executable, "-m", "cudasmith", "device", "--device", "cpu"]
+    unmeasured = subprocess.run(
+        [*command, "--no-measure"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert unmeasured.returncode == 0, unmeasured.stderr
+    assert "not measured yet" in unmeasured.stdout and "cores" in unmeasured.stdout
+    result = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    peaks = document["peaks"]
+    assert document["properties"]["cores"] == os.cpu_count()
+    assert peaks["kind"] == "cpu" and peaks["memory_gb_per_s"] > 0
+    assert peaks["matrix_tflops"]["float32"] > 0 and set(peaks["memory_detail_gb_per_s"]) == {
+        "read",
+        "write",
+        "copy",
+    }
+    cached = load_peaks("cpu")
+    assert cached is not None and cached.measured_at == peaks["measured_at"]  # what later verdicts use
+
+
+def test_device_command_refuses_an_unknown_device() -> None:
+    bad = run_cli("device", "--device", "tpu")
+    assert bad.returncode == 2 and "device must be" in bad.stderr and "Traceback" not in bad.stderr

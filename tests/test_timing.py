@@ -1,0 +1,131 @@
+"""The timing protocol on the CPU: statistics, the stop rule, rotation, and clocks a candidate cannot bend."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from cudasmith import evaluate
+from cudasmith.harness import timing
+from cudasmith.harness.timing import (
+    CallHooks,
+    Measurement,
+    StopRule,
+    TimingError,
+    TimingPlan,
+    default_plan,
+    measure,
+    median_ci95,
+    median_rel_stderr,
+)
+
+from conftest import PROBLEMS, SOLUTIONS
+
+# A plan that stops as soon as the noise target allows, for tests that only need a few samples.
+HONEST, PATCHED = "vector_add_cpu.py", "vector_add_patches_timers.py"
+# Less than any call of a Python forward that calls a C function can take, in milliseconds.
+CALL_FLOOR_MS = 0.002
+QUICK = TimingPlan(l2_state="hot", warmup_calls=1, warmup_ms=0.0, min_sampling_s=0.0, max_seconds=0.5)
+SLEEP_S = 0.002
+
+
+def test_median_interval_is_order_statistics_and_noise_is_its_width() -> None:
+    ordered = [float(x) for x in range(1, 101)]
+    low, high = median_ci95(ordered)
+    assert low < 50.5 < high
+    assert (low, high) == (40.0, 61.0)  # n = 100: ranks 40 and 61, as for a binomial(100, 1/2)
+    assert median_rel_stderr(ordered) == pytest.approx((61 - 40) / (2 * 1.96) / 50.5)
+    assert median_rel_stderr([5.0]) == float("inf")
+    assert median_rel_stderr([2.0] * 20) == 0.0
+
+
+def test_stop_rule_waits_for_min_samples_then_stops_on_noise() -> None:
+    rule = StopRule(TimingPlan(min_sampling_s=0.0))
+    for _ in range(timing.MIN_SAMPLES - 1):
+        rule.add(1.0)
+        assert rule.reason() is None
+    rule.add(1.0)
+    assert rule.reason() == "noise target"
+
+
+def test_stop_rule_keeps_sampling_noisy_calls_until_the_time_cap() -> None:
+    rule = StopRule(TimingPlan(min_sampling_s=0.0, max_seconds=0.05))
+    for value in [1.0, 3.0] * 10:
+        rule.add(value)
+    assert rule.reason() is None  # half the samples 3x the others: far from 0.5 %
+    time.sleep(0.06)
+    assert rule.reason() == "time cap"
+    capped = StopRule(TimingPlan(max_samples=4, min_sampling_s=10.0))
+    for value in [1.0, 3.0, 1.0, 3.0]:
+        capped.add(value)
+    assert capped.reason() == "max samples"
+
+
+def test_plans_are_validated_and_graph_mode_needs_a_gpu() -> None:
+    with pytest.raises(ValueError, match="l2_state"):
+        TimingPlan(l2_state="warm")
+    with pytest.raises(ValueError, match="launch"):
+        TimingPlan(launch="eager")
+    assert default_plan("cpu").max_seconds == timing.MAX_SECONDS_CPU
+    assert default_plan("cuda", "hot", "graph") == TimingPlan(l2_state="hot", launch="graph")
+    with pytest.raises(TimingError, match="needs a GPU"):
+        measure(lambda i: None, 1, "cpu", TimingPlan(launch="graph"))
+
+
+def test_cpu_measure_times_the_call_rotates_inputs_and_shows_outputs() -> None:
+    called, seen = [], []
+
+    def run(index: int) -> int:
+        called.append(index)
+        time.sleep(SLEEP_S)
+        return index * 10
+
+    class Record(CallHooks):
+        def before(self, sample: int, index: int) -> None:
+            prepared.append(sample)
+
+        def after(self, sample: int, index: int, output: object, kept: bool) -> None:
+            seen.append((index, output))
+
+    prepared: list[int] = []
+    result = measure(run, 3, "cpu", QUICK, Record())
+    assert result.method == "perf_counter" and result.stop in {"noise target", "time cap", "max samples"}
+    assert result.median_ms >= SLEEP_S * 1e3
+    assert set(called) == {0, 1, 2}
+    assert len(seen) == len(result.samples_ms) and all(out == index * 10 for index, out in seen)
+    assert [index for index, _ in seen[:6]] == [0, 1, 2, 0, 1, 2]
+    assert prepared == list(range(len(seen)))  # before() ran for every sample, in order
+
+
+def test_a_patched_clock_does_not_change_the_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() / 1000)
+    monkeypatch.setattr(time, "monotonic", lambda: 0.0)
+    result = measure(lambda i: time.sleep(SLEEP_S), 1, "cpu", QUICK)
+    assert result.median_ms >= SLEEP_S * 1e3
+    assert any("replaced by the code under test" in w and "time.perf_counter" in w for w in result.warnings)
+
+
+def test_measurement_summary_is_json_with_raw_samples() -> None:
+    result = Measurement([1.0, 2.0, 3.0], "perf_counter", QUICK, stop="time cap")
+    summary = json.loads(json.dumps(result.summary()))
+    assert summary["median_ms"] == 2.0 and summary["n"] == 3
+    assert summary["samples_ms"] == [1.0, 2.0, 3.0] and summary["plan"]["l2_state"] == "hot"
+
+
+def test_a_solution_that_patches_timers_at_import_is_timed_like_an_honest_one() -> None:
+    problem = PROBLEMS / "kernelbench_style_add.py"
+    options = {"device": "cpu", "seeds_per_config": 1}
+    verdicts = [evaluate(SOLUTIONS / name, problem=problem, **options) for name in (HONEST, PATCHED)]
+    for verdict in verdicts:
+        assert verdict.status == "correct", verdict.reason
+        timing = verdict.configs[0].timing
+        assert timing is not None
+        # A Python forward with a ctypes call takes microseconds; through the patched clock (1000x slow)
+        # the same call would read as nanoseconds. CPU timings on a busy machine vary too much to compare
+        # the two solutions' times with each other.
+        assert min(timing["samples_ms"]) > CALL_FLOOR_MS, (verdict.solution, timing["samples_ms"][:5])
+    assert any("torch.cuda.Event.elapsed_time" in note for note in verdicts[1].notes)  # and it is reported
+    assert not any("replaced" in note for note in verdicts[0].notes)
