@@ -69,3 +69,15 @@ def test_cupti_spans_stand_in_for_event_times_only_when_they_saw_every_sample() 
     assert "no GPU work at all in 2 of 2" in warnings[-1]
     assert _cupti_samples(idle, True, taken(0.5, 0.5), [True, True], warnings) is None
     assert "CUDA-event times used" in warnings[-1]
+
+
+def test_work_after_a_sample_is_closed_is_not_the_calls() -> None:
+    # After the call and the device-wide sync, the harness launches its closing kernel and then prepares
+    # the next call's inputs (perturbing them): that work must not lengthen the sample.
+    records = sample(0, [("add", 61, 63), ("cudasmith_close", 70, 71), ("perturb", 75, 400)])
+    records += sample(1000, [("add", 61, 64), ("cudasmith_close", 70, 71)])
+    assert spans_between(records, FLUSH, [BLOCKER], closing="cudasmith_close") == [
+        pytest.approx(0.002),
+        pytest.approx(0.003),
+    ]
+    assert spans_between(records, FLUSH, [BLOCKER])[0] > 0.3  # without the closing kernel it would count

@@ -24,7 +24,7 @@ from cudasmith.harness.timing import (
 from conftest import PROBLEMS, SOLUTIONS
 
 # A plan that stops as soon as the noise target allows, for tests that only need a few samples.
-HONEST, PATCHED = "vector_add_cpu.py", "vector_add_patches_timers.py"
+PATCHED = "vector_add_patches_timers.py"
 # Less than any call of a Python forward that calls a C function can take, in milliseconds.
 CALL_FLOOR_MS = 0.002
 QUICK = TimingPlan(l2_state="hot", warmup_calls=1, warmup_ms=0.0, min_sampling_s=0.0, max_seconds=0.5)
@@ -115,17 +115,19 @@ def test_measurement_summary_is_json_with_raw_samples() -> None:
     assert summary["samples_ms"] == [1.0, 2.0, 3.0] and summary["plan"]["l2_state"] == "hot"
 
 
-def test_a_solution_that_patches_timers_at_import_is_timed_like_an_honest_one() -> None:
+def test_a_solution_that_patches_timers_is_refused_and_could_not_have_changed_its_time() -> None:
     problem = PROBLEMS / "kernelbench_style_add.py"
     options = {"device": "cpu", "seeds_per_config": 1}
-    verdicts = [evaluate(SOLUTIONS / name, problem=problem, **options) for name in (HONEST, PATCHED)]
-    for verdict in verdicts:
-        assert verdict.status == "correct", verdict.reason
-        timing = verdict.configs[0].timing
-        assert timing is not None
-        # A Python forward with a ctypes call takes microseconds; through the patched clock (1000x slow)
-        # the same call would read as nanoseconds. CPU timings on a busy machine vary too much to compare
-        # the two solutions' times with each other.
-        assert min(timing["samples_ms"]) > CALL_FLOOR_MS, (verdict.solution, timing["samples_ms"][:5])
-    assert any("torch.cuda.Event.elapsed_time" in note for note in verdicts[1].notes)  # and it is reported
-    assert not any("replaced" in note for note in verdicts[0].notes)
+    refused = evaluate(SOLUTIONS / PATCHED, problem=problem, screen=False, **options)
+    assert refused.status == "rejected"
+    assert "replaced" in refused.reason and "time.perf_counter" in refused.reason
+    # With the defences off (measuring their cost) the same solution is timed: by the clocks the
+    # harness captured before it was imported, so its patches change nothing but a note.
+    timed = evaluate(SOLUTIONS / PATCHED, problem=problem, defences=False, **options)
+    assert timed.status == "correct", timed.reason
+    timing = timed.configs[0].timing
+    assert timing is not None
+    # A Python forward with a ctypes call takes microseconds; through the patched clock (1000x slow)
+    # the same call would read as nanoseconds.
+    assert min(timing["samples_ms"]) > CALL_FLOOR_MS, timing["samples_ms"][:5]
+    assert any("torch.cuda.Event.elapsed_time" in note for note in timed.notes)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cudasmith import evaluate
-from cudasmith.harness.timing import TimingPlan, default_plan, measure
+from cudasmith.harness.timing import CallHooks, TimingPlan, default_plan, measure
 
 from conftest import SOLUTIONS
 
@@ -115,9 +115,12 @@ def test_cuda_graph_replays_are_timed_and_their_outputs_shown() -> None:
         return add(index) * 2  # a PyTorch kernel after ours: two kernels per call
 
     outputs = {}
-    result = measure(
-        twice, 2, "cuda", TimingPlan(launch="graph"), lambda i, out: outputs.update({i: out.clone()})
-    )
+
+    class Keep(CallHooks):
+        def after(self, sample: int, index: int, output: torch.Tensor, kept: bool) -> None:
+            outputs[index] = output.clone()
+
+    result = measure(twice, 2, "cuda", TimingPlan(launch="graph"), Keep())
     assert result.plan.launch == "graph" and result.median_ms > 0
     assert result.method in ("cupti", "cuda-events"), result.warnings
     for index, out in outputs.items():

@@ -51,17 +51,26 @@ class ActivityRecorder:
         ]
 
 
-def spans_between(activities: Iterable[Activity], opening: str, ours: Iterable[str]) -> list[float | None]:
+def spans_between(
+    activities: Iterable[Activity], opening: str, ours: Iterable[str], closing: str | None = None
+) -> list[float | None]:
     """Per sample, the span in milliseconds from the first start to the last end of the work in it.
 
     Samples are separated by device-wide synchronisations and each begins with one kernel named
-    `opening`, so a sample's work is everything that starts between its opening kernel and the next.
-    Kernels named in `ours` (the harness's own) are not work of the call. None marks a sample in which
-    the call did no GPU work.
+    `opening`, so a sample's work is everything that starts between its opening kernel and the next,
+    or its `closing` kernel where one is launched (after the synchronisation: what follows it, such as
+    the caller preparing the next call's inputs, is not the call's work). Kernels named in `ours` (the
+    harness's own) are not work of the call. None marks a sample in which the call did no GPU work.
     """
     ordered = sorted(activities, key=lambda a: a.start_ns)
     openings = [a.start_ns for a in ordered if a.name == opening]
-    harness = {opening, *ours}
+    closings: list[int | None] = [None] * len(openings)
+    for activity in ordered:
+        if activity.name == closing:
+            sample = bisect.bisect_right(openings, activity.start_ns) - 1
+            if sample >= 0 and closings[sample] is None:
+                closings[sample] = activity.start_ns
+    harness = {opening, *ours, *([closing] if closing else [])}
     first: list[int | None] = [None] * len(openings)
     last: list[int | None] = [None] * len(openings)
     for activity in ordered:
@@ -69,6 +78,8 @@ def spans_between(activities: Iterable[Activity], opening: str, ours: Iterable[s
             continue
         sample = bisect.bisect_right(openings, activity.start_ns) - 1
         if sample < 0:
+            continue
+        if closings[sample] is not None and activity.start_ns >= closings[sample]:  # type: ignore[operator]
             continue
         start, end = first[sample], last[sample]
         first[sample] = activity.start_ns if start is None else min(start, activity.start_ns)

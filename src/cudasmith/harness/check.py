@@ -62,7 +62,7 @@ def _positions(mask: torch.Tensor, shape: torch.Size) -> list[list[int]]:
 
 def _special_class(t: torch.Tensor) -> torch.Tensor:
     """0 finite, 1 NaN, 2 +inf, 3 -inf."""
-    cls = torch.zeros(t.shape, dtype=torch.int8)
+    cls = torch.zeros(t.shape, dtype=torch.int8, device=t.device)
     cls[torch.isnan(t)] = 1
     cls[t == float("inf")] = 2
     cls[t == float("-inf")] = 3
@@ -161,7 +161,7 @@ def compare(
     if finite is None:
         full_wrong = elem_wrong.reshape(reference.shape)
     else:
-        full_wrong = torch.zeros(reference.shape, dtype=torch.bool)
+        full_wrong = torch.zeros(reference.shape, dtype=torch.bool, device=reference.device)
         full_wrong[finite] = elem_wrong
     where = _positions(full_wrong, reference.shape)
     worst = int(torch.argmax(diff / allowed.clamp_min(torch.finfo(torch.float64).tiny)))

@@ -102,7 +102,12 @@ class Evaluation:
 
     def _judge(self, outputs: list[torch.Tensor], expected: list[torch.Tensor],
                expected64: list[torch.Tensor] | None, inputs: list[Any] | None) -> Comparison:  # fmt: skip
+        """The judgement, on this (the parent's) process: on its own GPU when evaluating on one (outputs
+        of hundreds of millions of values compare in milliseconds there, in seconds on the CPU)."""
         validate = self._problem_module.validate if self.problem.has_validate else None
+        if validate is None and self.options.device.startswith("cuda"):
+            outputs, expected = _to(outputs, self.options.device), _to(expected, self.options.device)
+            expected64 = None if expected64 is None else _to(expected64, self.options.device)
         return judge(outputs, expected, expected64, self.problem.tolerance, validate, inputs)
 
     def _run_candidate(self, candidate: WorkerProcess, request: dict[str, Any], result: ConfigResult,
@@ -399,6 +404,10 @@ class Evaluation:
                 verdict.artifacts[name] = text
         verdict.wall_s = round(time.monotonic() - started, 3)
         return verdict
+
+
+def _to(tensors: list[torch.Tensor], device: str) -> list[torch.Tensor]:
+    return [t.to(device) for t in tensors]
 
 
 def _label(index: int, config: dict[str, Any], hidden: bool, problem: Problem) -> str:

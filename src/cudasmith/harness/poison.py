@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from cudasmith.harness import clock
+
 POISON_BYTE = 0xFF
 
 
@@ -18,7 +20,7 @@ def poison_free_gpu_memory(extra_bytes: int = 0) -> int:
 
     Returns the bytes poisoned. The fresh block covers outputs larger than any cached free block.
     """
-    torch.cuda.synchronize()
+    clock.cuda_synchronize()
     sizes = [
         block["size"]
         for segment in torch.cuda.memory_snapshot()
@@ -31,6 +33,6 @@ def poison_free_gpu_memory(extra_bytes: int = 0) -> int:
         torch.empty(size, dtype=torch.uint8, device="cuda").fill_(POISON_BYTE)
         for size in sorted(sizes, reverse=True)
     ]
-    torch.cuda.synchronize()
+    clock.cuda_synchronize()
     del held
     return sum(sizes)

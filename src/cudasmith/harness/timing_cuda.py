@@ -67,8 +67,16 @@ extern "C" __global__ void NAME(const uint4* buffer, unsigned long long count, u
 }
 READ_KERNEL(cudasmith_read)
 READ_KERNEL(cudasmith_bandwidth_read)
+
+// Closes a sample: GPU work that starts after it (the caller's own, between samples) is not the call's.
+extern "C" __global__ void cudasmith_close() {}
 """
-BLOCKER, READ, BANDWIDTH_READ = "cudasmith_blocker", "cudasmith_read", "cudasmith_bandwidth_read"
+BLOCKER, READ, BANDWIDTH_READ, CLOSE = (
+    "cudasmith_blocker",
+    "cudasmith_read",
+    "cudasmith_bandwidth_read",
+    "cudasmith_close",
+)
 
 # The flush reads this many times the L2 size, evicting everything the previous call left there.
 L2_FLUSH_FACTOR = 2
@@ -120,6 +128,7 @@ class _Tools:
     blocker: Any
     read: Any
     bandwidth_read: Any
+    close: Any
     words: _MappedWords
     sm_count: int
     l2_bytes: int
@@ -180,6 +189,7 @@ def tools(device_index: int) -> _Tools | str:
                 blocker=compile_cuda(SOURCE, BLOCKER),
                 read=compile_cuda(SOURCE, READ),
                 bandwidth_read=compile_cuda(SOURCE, BANDWIDTH_READ),
+                close=compile_cuda(SOURCE, CLOSE),
                 words=_MappedWords(4),
                 sm_count=props.multi_processor_count,
                 l2_bytes=int(getattr(props, "L2_cache_size", 0)) or 64 * 1024**2,
@@ -277,7 +287,7 @@ def _cupti_samples(
     """The kept samples' CUPTI spans, or None (with a warning) when the event times must stand in."""
     if activities is None:
         return None
-    spans = spans_between(activities, READ if cold else BLOCKER, (BLOCKER, READ))
+    spans = spans_between(activities, READ if cold else BLOCKER, (BLOCKER, READ), closing=CLOSE)
     if len(spans) != len(taken):
         warnings.append(
             f"CUPTI saw {len(spans)} samples of {len(taken)}: CUDA-event times used "
@@ -345,6 +355,8 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
             number, index = len(taken), len(rule.ordered) % n_sets
             hooks.before(number, index)
             sample, output = _take_sample(kit, call, index, stream, cold, queued, events)
+            if kit is not None:  # after the whole device finished the call, before the hooks' own work
+                clock.launch_kernel(kit.close, grid=1, block=1, stream=stream.cuda_stream)
             taken.append(sample)
             keep = _judge_sample(sample, kit, queued, reference_mhz)
             if sample.timed_out:

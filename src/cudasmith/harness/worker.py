@@ -27,7 +27,7 @@ import torch
 
 from cudasmith.errors import CompileError
 from cudasmith.hardware import device_name
-from cudasmith.harness import protocol
+from cudasmith.harness import clock, protocol
 from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.tamper import Snapshot, describe
 from cudasmith.harness.timing import CallHooks, TimingPlan, measure
@@ -179,7 +179,7 @@ class Worker:
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
-            torch.cuda.synchronize()
+            clock.cuda_synchronize()  # captured before the candidate could patch torch.cuda.synchronize
 
     def guard(self, when: str) -> None:
         """Refuse a candidate that replaced the harness's functions or left threads running."""
