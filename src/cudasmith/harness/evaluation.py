@@ -309,7 +309,11 @@ class Evaluation:
         if (
             self.options.screen
             and self.options.defences
-            and (finding := screen(self.solution.read_text(errors="replace")))
+            and (
+                finding := screen(
+                    self.solution.read_text(errors="replace"), self._allowed_torch_ops() == "all"
+                )
+            )
         ):
             self.verdict.status, self.verdict.reason = "rejected", str(finding)
             self.verdict.wall_s = round(time.monotonic() - started, 3)

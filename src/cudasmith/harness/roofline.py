@@ -57,12 +57,14 @@ class Roofline:
 def work_of(description: dict[str, Any]) -> tuple[float, float] | None:
     """FLOPs and bytes of a config from the reference's description; None when unknown.
 
-    Bytes: the problem's bytes_moved(), else inputs read once plus outputs written once.
+    Bytes: the problem's bytes_moved(), else inputs and parameters read once plus outputs written once.
     """
     if "bytes_moved" in description:
         moved = float(description["bytes_moved"])
     elif "input_bytes" in description and "output_bytes" in description:
-        moved = float(description["input_bytes"] + description["output_bytes"])
+        moved = float(
+            description["input_bytes"] + description["output_bytes"] + description.get("parameter_bytes", 0)
+        )
     else:
         return None
     return float(description.get("flops") or 0), moved

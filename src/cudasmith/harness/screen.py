@@ -43,6 +43,16 @@ FORBIDDEN_CALLS = {
     "exit": "ending the worker",
     "quit": "ending the worker",
 }
+# Where PyTorch compute is refused: ways to run PyTorch's kernels that the run-time operator recorder
+# does not see, because they replay or compile operators recorded earlier (CUDA graphs, torch.compile).
+HIDDEN_TORCH = {
+    "torch.compile": "PyTorch compute compiled by torch.compile",
+    "torch._dynamo": "PyTorch compute compiled by torch.compile",
+    "torch._inductor": "PyTorch compute compiled by torch.compile",
+    "torch.cuda.graph": "PyTorch compute replayed from a CUDA graph",
+    "torch.cuda.CUDAGraph": "PyTorch compute replayed from a CUDA graph",
+    "torch.cuda.make_graphed_callables": "PyTorch compute replayed from a CUDA graph",
+}
 PATCHABLE_ROOTS = {
     "torch",
     "time",
@@ -90,9 +100,10 @@ def _module_finding(name: str, line: int) -> Finding | None:
     return None
 
 
-def screen(source: str) -> Finding | None:
+def screen(source: str, torch_compute_allowed: bool = False) -> Finding | None:
     """The first forbidden construct in `source`, or None. Source that does not parse passes here
-    (the worker reports it as a compile error)."""
+    (the worker reports it as a compile error). Where PyTorch compute is refused, so are CUDA graphs
+    and torch.compile."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -123,6 +134,11 @@ def screen(source: str) -> Finding | None:
                     )
         elif isinstance(node, ast.Attribute) and _dotted(node) in FORBIDDEN_CALLS:
             return Finding(str(_dotted(node)), FORBIDDEN_CALLS[str(_dotted(node))], line)
+        if not torch_compute_allowed and isinstance(node, ast.Attribute):
+            name = _dotted(node) or ""
+            for prefix, why in HIDDEN_TORCH.items():
+                if name == prefix or name.startswith(prefix + "."):
+                    return Finding(name, why, line)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:

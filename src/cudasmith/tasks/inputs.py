@@ -95,6 +95,9 @@ def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any
         description.update(
             input_bytes=tensor_bytes(inputs),
             output_bytes=tensor_bytes(outputs),
+            parameter_bytes=tensor_bytes(list(model.parameters()) + list(model.buffers()))
+            if isinstance(model, torch.nn.Module)
+            else 0,
             flops=counter.get_total_flops(),
         )
     except Exception as exc:
