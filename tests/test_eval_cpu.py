@@ -130,6 +130,12 @@ def test_failures_get_their_status_and_a_reason(solution: str, status: str, word
     assert "\n" not in verdict.reason
 
 
+def test_a_compile_error_keeps_the_whole_compiler_log() -> None:
+    verdict = quick("c_compile_error.py")
+    assert verdict.status == "compile_error"
+    assert "missing" in verdict.artifacts["compile_log"] and "error" in verdict.artifacts["compile_log"]
+
+
 def test_a_forward_that_never_returns_times_out_and_is_killed() -> None:
     verdict = quick("loops_forever.py", call_timeout_s=5.0)
     assert verdict.status == "timeout"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +26,17 @@ stderr = Console(stderr=True)
 
 # Exit codes of the verdict contract.
 EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Bad input ends a command with one line on stderr and exit code 2, never a traceback."""
+    try:
+        yield
+    except CudasmithError as exc:
+        _fail(str(exc))
+    except ImportError as exc:
+        _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
 
 
 def _fail(message: str) -> None:
@@ -87,7 +100,7 @@ def eval_command(
     from cudasmith.harness.runner import EvalOptions, evaluate
     from cudasmith.report.verdict_table import print_verdict, progress_bar
 
-    try:
+    with one_line_errors():
         loaded = resolve_problem(task, problem)
         if not solution.is_file():
             raise UsageError(f"solution file not found: {solution}")
@@ -105,9 +118,6 @@ def eval_command(
         )
         with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
             verdict = evaluate(solution, loaded, options, progress)
-    except CudasmithError as exc:
-        _fail(str(exc))
-        return
     if as_json:
         sys.stdout.write(json.dumps(verdict.to_dict(samples=samples), indent=2) + "\n")
     else:
@@ -139,11 +149,8 @@ def tasks_command(
     """List the built-in tasks: level, name, dtype, configs, and what each computes."""
     from cudasmith.tasks.problem import list_task_names
 
-    try:
+    with one_line_errors():
         rows = [_task_row(n) for n in list_task_names() if level is None or n.startswith(f"{level}/")]
-    except CudasmithError as exc:
-        _fail(str(exc))
-        return
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
@@ -209,7 +216,7 @@ def prompt_command(
 
     Example: [bold]cudasmith prompt level1/softmax --device cpu[/]
     """
-    try:
+    with one_line_errors():
         from cudasmith.api import default_device
         from cudasmith.search.ask import load_problem_or_task
         from cudasmith.search.prompts import PromptBuilder, templates_from_config
@@ -217,12 +224,6 @@ def prompt_command(
         problem = load_problem_or_task(task)
         builder = PromptBuilder(templates or templates_from_config(config))
         prompt = builder.build(problem, device or default_device(), parent=_parent(parent, verdict))
-    except CudasmithError as exc:
-        _fail(str(exc))
-        return
-    except ImportError as exc:
-        _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
-        return
     if as_json:
         sys.stdout.write(json.dumps(prompt.to_dict(), indent=2) + "\n")
     else:
@@ -262,7 +263,7 @@ def ask_command(
 
     Example: [bold]cudasmith ask level1/softmax --model openai:gpt-5-mini -n 4 --device cpu[/]
     """
-    try:
+    with one_line_errors():
         from cudasmith.harness.runner import EvalOptions
         from cudasmith.llm.config import load_llm_config
         from cudasmith.report.verdict_table import progress_bar
@@ -287,12 +288,6 @@ def ask_command(
                 _parent(parent, verdict),
                 progress=progress,
             )
-    except CudasmithError as exc:
-        _fail(str(exc))
-        return
-    except ImportError as exc:
-        _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
-        return
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
     else:
@@ -326,7 +321,7 @@ def device_command(
     from cudasmith.api import default_device
     from cudasmith.device import ensure_peaks, load_peaks, properties
 
-    try:
+    with one_line_errors():
         device = device or default_device()
         if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
             raise UsageError(f"device must be 'cuda' or 'cpu', not {device!r}")
@@ -341,9 +336,6 @@ def device_command(
                 peaks = ensure_peaks(device, remeasure=remeasure)
         else:
             peaks = load_peaks(device)
-    except CudasmithError as exc:
-        _fail(str(exc))
-        return
     if as_json:
         document = {"properties": found, "peaks": peaks.to_dict() if peaks else None}
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

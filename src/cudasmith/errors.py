@@ -15,12 +15,25 @@ class ProblemError(UsageError):
     """A problem file that does not follow the problem contract."""
 
 
+# A compile error's message is the compiler's first error line, cut to this many characters.
+ERROR_MESSAGE_CHARS = 300
+
+
 class CompileError(CudasmithError):
     """Kernel source that the compiler rejected; `log` holds the compiler's own words."""
 
     def __init__(self, message: str, log: str = "") -> None:
         super().__init__(message)
         self.log = log
+
+    @classmethod
+    def from_log(cls, compiler: str, log: str) -> CompileError:
+        """'compiler: <its first error line>', the whole log kept."""
+        lines = log.strip().splitlines()
+        first = next(
+            (line.strip() for line in lines if "error" in line), lines[0] if lines else "(no output)"
+        )
+        return cls(f"{compiler}: {first[:ERROR_MESSAGE_CHARS]}", log=log)
 
 
 class KernelLaunchError(CudasmithError):

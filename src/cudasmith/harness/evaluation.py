@@ -354,6 +354,8 @@ class Evaluation:
             return self._finish(failure.status, failure.reason, candidate, started)
         if not reply.get("ok"):
             self.verdict.artifacts["traceback"] = reply.get("traceback", "")
+            if reply.get("compile_log"):
+                self.verdict.artifacts["compile_log"] = reply["compile_log"]
             return self._finish(reply["status"], reply["reason"], candidate, started)
         total = len(selected) * (2 if self.options.timing else 1)
         for step, (index, config, hidden) in enumerate(selected):

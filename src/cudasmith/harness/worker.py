@@ -50,6 +50,8 @@ from cudasmith.tasks.problem import load_module
 TIMING_INPUT_SETS = 4
 TIMING_INPUT_BYTES_CAP = 2 * 1024**3
 PR_SET_PDEATHSIG = 1
+# The end of a compiler's log that a verdict keeps (the first errors are at its start, so most fit).
+COMPILE_LOG_CHARS = 20000
 # Bound before candidate code runs (see tamper.py): the worker sends with these, whatever is patched.
 _send, _receive = protocol.send, protocol.receive
 
@@ -390,6 +392,8 @@ def serve(requests: Connection, replies: Connection) -> None:
                 status = "harness_error"
             tail = "".join(traceback.format_exception(exc))[-4000:]
             header, tensors = {"ok": False, "status": status, "reason": reason, "traceback": tail}, []
+            if isinstance(exc, CompileError) and exc.log:
+                header["compile_log"] = exc.log[-COMPILE_LOG_CHARS:]
         sent += 1
         _send(replies, {"id": request.get("id"), "sent": sent, **header}, tensors)
 

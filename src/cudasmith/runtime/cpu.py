@@ -30,7 +30,6 @@ from cudasmith.runtime.signature import Param, parse_signature
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp")
 LANGUAGES = {"c": ("CC", "gcc", "-std=c11", ".c"), "c++": ("CXX", "g++", "-std=c++17", ".cpp")}
 COMPILE_TIMEOUT_S = 120
-ERROR_MESSAGE_CHARS = 300
 
 
 @cache
@@ -75,13 +74,6 @@ _compiled: dict[str, CFunction] = {}
 _compiled_lock = threading.Lock()
 
 
-def _first_error(log: str) -> str:
-    for line in log.splitlines():
-        if "error" in line:
-            return line.strip()[:ERROR_MESSAGE_CHARS]
-    return (log.strip().splitlines() or ["(no compiler output)"])[0][:ERROR_MESSAGE_CHARS]
-
-
 def compile_c(source: str, name: str, *, language: str = "c", flags: Sequence[str] = ()) -> CFunction:
     """Compile `source` into a shared library and return its function `name`; cached by content."""
     if language not in LANGUAGES:
@@ -114,7 +106,7 @@ def compile_c(source: str, name: str, *, language: str = "c", flags: Sequence[st
         log = (result.stderr + result.stdout).replace(str(source_path), "kernel" + LANGUAGES[language][3])
         if result.returncode != 0:
             build_path.unlink(missing_ok=True)
-            raise CompileError(f"{Path(compiler).name}: {_first_error(log)}", log=log)
+            raise CompileError.from_log(Path(compiler).name, log)
         os.replace(build_path, library_path)
     function = CFunction(name, library_path, params, log, time.perf_counter() - started, from_cache)
     with _compiled_lock:

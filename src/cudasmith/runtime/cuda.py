@@ -28,8 +28,6 @@ from cudasmith.runtime.signature import Param, parse_signature
 
 # Above this much dynamic shared memory a kernel must opt in through a function attribute.
 DEFAULT_SHARED_MEMORY_LIMIT = 48 * 1024
-# Compile errors are trimmed to this many characters in the exception message (the log stays whole).
-ERROR_MESSAGE_CHARS = 300
 # NVRTC has no <math.h> or <float.h>; kernels use these names all the time, so they are predefined.
 # The #line directive keeps the compiler's line numbers those of the kernel's own source.
 PRELUDE = """#ifndef INFINITY
@@ -115,13 +113,6 @@ def _program_log(nvrtc: Any, program: Any) -> str:
     return buffer.rstrip(b"\x00").decode(errors="replace").strip()
 
 
-def _first_error(log: str) -> str:
-    for line in log.splitlines():
-        if "error" in line:
-            return line.strip()[:ERROR_MESSAGE_CHARS]
-    return (log.splitlines() or ["(no compiler output)"])[0][:ERROR_MESSAGE_CHARS]
-
-
 def _nvrtc_compile(source: str, name: str, options: list[str]) -> tuple[bytes, str, str]:
     """Compile to a cubin; returns (cubin, lowered kernel name, compiler log)."""
     _, nvrtc = _bindings()
@@ -134,9 +125,10 @@ def _nvrtc_compile(source: str, name: str, options: list[str]) -> tuple[bytes, s
         (status,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         log = _program_log(nvrtc, program)
         if int(status) != 0:
-            if "__nv_name_map" in _first_error(log):  # NVRTC's wording for an unknown name expression
+            error = CompileError.from_log("NVRTC", log)
+            if "__nv_name_map" in str(error):  # NVRTC's wording for an unknown name expression
                 raise CompileError(f"NVRTC: no __global__ function named {name!r} in the source", log=log)
-            raise CompileError(f"NVRTC: {_first_error(log)}", log=log)
+            raise error
         lowered = nvrtc.nvrtcGetLoweredName(program, name.encode())
         if int(lowered[0]) != 0:
             raise CompileError(f"NVRTC: no __global__ function named {name!r} in the source", log=log)
