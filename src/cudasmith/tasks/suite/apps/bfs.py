@@ -1,5 +1,6 @@
-"""Breadth-first search on a directed graph in CSR form: the number of edges on a shortest path from the
-source to every vertex (int32), -1 where the source cannot reach.
+"""Breadth-first search distances from a source on a directed CSR graph (int32, -1 if unreached).
+
+The output is the number of edges on a shortest path from the source to every vertex.
 
 Graphs have power-law out-degrees (a few hubs with thousands of edges, many vertices with few or none),
 self-loops and repeated edges, and 1/32 of the vertices without incoming edges, so some vertices are

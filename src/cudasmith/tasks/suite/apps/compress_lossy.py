@@ -1,7 +1,9 @@
-"""Error-bounded lossy compression of a 2-D float32 field, in the style of SZ: quantise every value to
-the nearest multiple of 2·bound, predict each quantised value from its north, west and north-west
-neighbours (the Lorenzo predictor, zero outside the field), zigzag-encode the prediction residuals, and
-pack them row-major in blocks of 32 that each use only as many bits as their largest code needs.
+"""Error-bounded lossy compression of a 2-D float32 field, in the style of SZ.
+
+Quantise every value to the nearest multiple of 2·bound, predict each quantised value from its north,
+west and north-west neighbours (the Lorenzo predictor, zero outside the field), zigzag-encode the
+prediction residuals, and pack them row-major in blocks of 32 that each use only as many bits as their
+largest code needs.
 
 Outputs: the residual codes (int32, the field's shape), each block's bit width (int32) and the
 compressed size in bytes (int64, one element: per block a one-byte header plus its packed bits, rounded

@@ -1,6 +1,7 @@
-"""One Lloyd iteration of k-means in float32: assign every point to its nearest centroid (squared
-Euclidean distance; int64 indices), then move each centroid to the mean of its points; a centroid that
-gets no point stays where it was.
+"""One Lloyd iteration of k-means: nearest-centroid assignment and centroid update, in float32.
+
+Assign every point to its nearest centroid (squared Euclidean distance; int64 indices), then move each
+centroid to the mean of its points; a centroid that gets no point stays where it was.
 
 Points come from Gaussian blobs; the centroids are points drawn from the data, some duplicated (every
 point equidistant from two of them: either is a right answer) and some far from all data (they get no

@@ -1,6 +1,7 @@
-"""One step of an all-pairs gravitational N-body simulation in float32 (G = 1, Plummer softening 0.01):
-every body's acceleration from all the others, then a kick-drift step of length 0.001; returns the new
-positions and velocities.
+"""One step of an all-pairs gravitational N-body simulation, in float32.
+
+G = 1 and Plummer softening 0.01: every body's acceleration from all the others, then a kick-drift step
+of length 0.001; returns the new positions and velocities.
 
 Bodies form a dense core (closer together than the softening length) inside a sparse halo, with masses
 spanning three orders of magnitude, and start nearly at rest, so the new velocities are mostly the

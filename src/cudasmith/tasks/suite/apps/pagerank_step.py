@@ -1,6 +1,7 @@
-"""One PageRank power iteration on a directed graph in CSR form (out-edges), in float32: each vertex
-passes a damped share of its rank along its out-edges, vertices without out-edges spread theirs over
-every vertex, and every vertex gets the teleport share (1 - damping) / n.
+"""One PageRank power iteration on a directed CSR graph, in float32.
+
+Each vertex passes a damped share of its rank along its out-edges, vertices without out-edges spread
+theirs over every vertex, and every vertex gets the teleport share (1 - damping) / n.
 
 Graphs have power-law out-degrees (hubs with thousands of edges), repeated edges and 1/32 of the
 vertices without out-edges; incoming ranks are skewed, not uniform, so the answer varies widely.

@@ -1,7 +1,8 @@
-"""Smith-Waterman local alignment scores with affine gaps for a batch of DNA read/reference-window pairs
-(int32), as in the extension step of short-read aligners: the best score of any local alignment of
-each read with its window, under a substitution matrix and gap penalties where a gap of length L costs
-6 + (L − 1).
+"""Smith-Waterman local alignment scores with affine gaps for DNA read/window pairs (int32).
+
+As in the extension step of short-read aligners: the best score of any local alignment of each read with
+its reference window, under a substitution matrix and gap penalties where a gap of length L costs 6 + (L
+− 1).
 
 Bases are uint8 codes 0..3. Half of the pairs are related (the window holds a copy of the read with
 sequencing errors, shifted, with an insertion or deletion), so their best alignments are long and cross

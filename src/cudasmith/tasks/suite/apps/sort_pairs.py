@@ -1,5 +1,7 @@
-"""Sort key-value pairs by key: float32 keys in ascending order, each with its int32 value (a record
-id) carried along. Equal keys may come in any order (stability is not required).
+"""Sort key-value pairs by float32 key, carrying int32 values along.
+
+Keys ascend; each value (a record id) stays with its key. Equal keys may come in any order (stability is
+not required).
 
 Keys mix a wide signed range, heavy ties, signed zeros, subnormals and infinities, the cases where a
 radix sort on float bits goes wrong. The validator checks the answer itself: keys ascending, values a

@@ -1,5 +1,6 @@
-"""Sparse matrix times dense vector, y = A x, with A in CSR form (int32 row offsets and column indices,
-float32 values), as in iterative solvers and graph analytics.
+"""Sparse matrix times dense vector, y = A x, with A in CSR form, in float32.
+
+Row offsets and column indices are int32, as in iterative solvers and graph analytics.
 
 Row lengths follow a power law (a few rows with thousands of entries, most with a handful, 1/32 of the
 rows empty), columns repeat within rows, and values and x are signed, so that cancellation happens.
@@ -34,7 +35,7 @@ class Model(nn.Module):
         return torch.zeros(rows, dtype=x.dtype, device=x.device).index_add_(0, row_of_entry, products)
 
 
-class Expert(Model):
+class CuSPARSE(Model):
     """cuSPARSE's CSR SpMV (MKL's on the CPU) through a PyTorch sparse CSR tensor."""
 
     def forward(
@@ -52,7 +53,7 @@ class Expert(Model):
             return matrix @ x
 
 
-EXPERT = Expert
+EXPERT = CuSPARSE
 
 
 def get_inputs(rows: int = 1000, per_row: int = 8) -> list[torch.Tensor]:

@@ -1,5 +1,4 @@
-"""Single-source shortest paths on a directed graph in CSR form with positive float32 edge weights: the
-length of a shortest path from the source to every vertex, +inf where the source cannot reach.
+"""Single-source shortest path lengths on a directed CSR graph with float32 weights (+inf if unreached).
 
 Graphs have power-law out-degrees, self-loops and repeated edges (with different weights), and 1/32 of
 the vertices without incoming edges; weights are uniform in [1, 100). The validator checks the

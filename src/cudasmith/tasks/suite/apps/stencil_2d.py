@@ -1,5 +1,7 @@
-"""Heat diffusion on a 2-D grid in float32: explicit Jacobi steps of the 5-point stencil
-u ← u + 0.2·(north + south + east + west − 4u) on the interior, the boundary ring held fixed.
+"""Heat diffusion on a 2-D grid: several explicit 5-point stencil steps, in float32.
+
+Each step updates the interior as u ← u + 0.2·(north + south + east + west − 4u); the boundary ring
+stays fixed.
 
 The initial field is noise on top of hot and cold rectangles of either sign, so it has sharp edges to
 diffuse; several steps per call leave room for temporal blocking.

@@ -1,5 +1,6 @@
-"""Backward pass of causal multi-head attention softmax(QKᵀ/√d)V in bfloat16: the gradients of Q, K and V
-given the upstream gradient of the output.
+"""Backward pass of causal multi-head attention in bfloat16: the gradients of Q, K and V.
+
+The forward is softmax(QKᵀ/√d + causal mask)V; the inputs include the upstream gradient of its output.
 
 The expert is FlashAttention's backward kernel through scaled_dot_product_attention.
 """
@@ -34,14 +35,14 @@ class Model(nn.Module):
             return torch.autograd.grad(self.attention(q, k, v), (q, k, v), grad_output)
 
 
-class Expert(Model):
+class FlashAttention(Model):
     """FlashAttention's forward and backward kernels through scaled_dot_product_attention."""
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-EXPERT = Expert
+EXPERT = FlashAttention
 
 
 def get_inputs(batch: int = 1, heads: int = 2, seq: int = 65, head_dim: int = 64) -> list[torch.Tensor]:

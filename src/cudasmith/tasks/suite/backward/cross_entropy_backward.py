@@ -1,5 +1,7 @@
-"""Backward pass of the mean cross-entropy loss over a vocabulary, with label smoothing 0.1 and ignored
-positions (target -100), in float32: the gradient of the logits given the upstream gradient of the loss.
+"""Backward pass of mean cross-entropy with label smoothing and ignored targets, in float32.
+
+Label smoothing 0.1, ignored positions marked -100: the gradient of the logits given the upstream
+gradient of the loss.
 
 About a tenth of the positions are ignored (their gradient is zero and they do not count in the mean),
 and the logits of some rows are sharply peaked, others flat.

@@ -1,4 +1,4 @@
-"""Backward pass of the exact (erf) GELU in float32: the gradient of the input given the upstream gradient.
+"""Backward pass of the exact (erf) GELU in float32: the gradient of the input.
 
 Inputs span the negative tail, the curved middle and the linear positive range of GELU, where its
 derivative goes from slightly negative through above one back to one.

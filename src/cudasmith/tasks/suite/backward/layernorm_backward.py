@@ -1,5 +1,6 @@
-"""Backward pass of layer normalisation over the last dimension in float32: the gradients of the input,
-the scale and the shift, given the upstream gradient.
+"""Backward pass of layer normalisation in float32: the gradients of the input, scale and shift.
+
+Normalisation is over the last dimension; the inputs include the upstream gradient.
 
 As in level1/layernorm, the inputs have a mean far from zero and the scale and shift are random.
 """

@@ -1,5 +1,6 @@
-"""Backward pass of the matrix product C = A @ B in float32: the gradients of A (M×K) and B (K×N) given
-the upstream gradient of C.
+"""Backward pass of the matrix product C = A @ B in float32: the gradients of A and B.
+
+A is M×K, B is K×N; the inputs include the upstream gradient of C.
 
 TF32 tensor cores are not float32: their error exceeds the tolerance at these sizes.
 """

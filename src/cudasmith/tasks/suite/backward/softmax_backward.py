@@ -1,5 +1,6 @@
-"""Backward pass of softmax over the last dimension in float32: the gradient of the input (the logits),
-given the logits and the upstream gradient.
+"""Backward pass of softmax over the last dimension in float32: the gradient of the logits.
+
+The inputs are the logits and the upstream gradient.
 
 As in level1/softmax, each row is shifted by its own offset in [-100, 100], so recomputing the softmax
 without subtracting the maximum overflows or underflows.

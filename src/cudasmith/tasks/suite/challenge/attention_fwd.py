@@ -1,5 +1,6 @@
-"""Causal multi-head attention forward, softmax(QKᵀ/√d + causal mask)V, in bfloat16 at LLM sizes, against
-FlashAttention through scaled_dot_product_attention.
+"""Causal multi-head attention forward in bfloat16 at LLM sizes, against FlashAttention.
+
+softmax(QKᵀ/√d + causal mask)V; the expert is FlashAttention through scaled_dot_product_attention.
 
 The reference spells the computation out (scores, mask, softmax, weighted sum); the expert baseline is
 FlashAttention, which nothing generated is known to beat at these sizes.

@@ -1,5 +1,6 @@
-"""3×3 convolution (stride 1, padding 1, with bias) of channels-last bfloat16 images at ResNet layer
-sizes, against cuDNN.
+"""3×3 convolution of channels-last bfloat16 images at ResNet layer sizes, against cuDNN.
+
+Stride 1, padding 1, with bias.
 
 The eager reference is cuDNN itself (products accumulated in float32, the result rounded to bfloat16);
 nothing generated is known to beat it here.

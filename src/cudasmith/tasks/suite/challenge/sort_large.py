@@ -1,4 +1,6 @@
-"""Sort a large float32 array in ascending order, against CUB's radix sort (torch.sort on the GPU).
+"""Sort a large float32 array in ascending order, against CUB's radix sort.
+
+The expert is torch.sort on the GPU, which is CUB's device radix sort.
 
 Keys span a wide signed range with many ties, signed zeros and infinities. The sorted array is unique,
 so the validator demands it exactly (−0.0 and +0.0 count as equal).

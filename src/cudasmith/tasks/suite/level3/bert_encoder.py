@@ -1,5 +1,6 @@
-"""A BERT encoder in float32: post-LayerNorm layers of bidirectional multi-head self-attention and a GELU
-MLP over a batch of padded sequences; the attention mask hides each sequence's padding.
+"""BERT encoder layers (post-LayerNorm attention and GELU MLP) over padded sequences, in float32.
+
+The attention mask hides each sequence's padding.
 
 Sequence lengths run from one token to the full length, and the padding positions hold large values, so
 attending to them, or normalising over them, changes the answer.
@@ -71,7 +72,7 @@ class Model(nn.Module):
         return x
 
 
-class Expert(Model):
+class SDPA(Model):
     """The same encoder with masked attention through PyTorch's fused SDPA kernels (memory-efficient)."""
 
     def attention(
@@ -80,7 +81,7 @@ class Expert(Model):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
 
 
-EXPERT = Expert
+EXPERT = SDPA
 
 
 def get_inputs(

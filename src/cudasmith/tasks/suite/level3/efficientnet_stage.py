@@ -1,5 +1,7 @@
-"""An EfficientNet stage in float32: MBConv blocks (1×1 expansion, depthwise 5×5 convolution, batch norm
-and SiLU, squeeze-and-excitation, 1×1 projection), the first one downsampling by 2, the others residual.
+"""An EfficientNet stage of MBConv blocks with squeeze-and-excitation, in float32.
+
+Each block: 1×1 expansion, depthwise 5×5 convolution, batch norm and SiLU, squeeze-and-excitation, 1×1
+projection; the first one downsamples by 2, the others are residual.
 
 Batch norm uses batch statistics (training mode, as the harness runs models) with random scales and
 shifts; depthwise convolutions and the per-image excitation gates are what generic GEMM kernels miss.

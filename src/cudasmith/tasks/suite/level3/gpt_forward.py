@@ -1,5 +1,7 @@
-"""A small GPT forward pass: token and position embeddings, pre-LayerNorm causal decoder blocks, a final
-LayerNorm and the tied language-model head, returning logits, in float32.
+"""A small GPT forward pass from token ids to logits, in float32.
+
+Token and position embeddings, pre-LayerNorm causal decoder blocks, a final LayerNorm and the tied
+language-model head.
 
 The top config is GPT-2 small (12 layers, width 768, vocabulary 50257, 1024 positions).
 """
@@ -75,14 +77,14 @@ class Model(nn.Module):
         return self.ln_f(x) @ self.tokens.weight.t()
 
 
-class Expert(Model):
+class SDPA(Model):
     """The same model with attention through PyTorch's fused SDPA kernels (FlashAttention, memory-efficient)."""
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-EXPERT = Expert
+EXPERT = SDPA
 
 
 def get_inputs(

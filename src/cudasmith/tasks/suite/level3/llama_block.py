@@ -1,5 +1,7 @@
-"""A Llama-style decoder block in float32: RMSNorm, rotary position embeddings, grouped-query causal
-attention (several query heads share each key/value head) and a SwiGLU MLP, with residuals.
+"""A Llama-style decoder block with RoPE, grouped-query attention and SwiGLU, in float32.
+
+RMSNorm, rotary position embeddings, grouped-query causal attention (several query heads share each
+key/value head) and a SwiGLU MLP, with residuals.
 
 The MLP width is 8/3 of the model width, as in Llama, so it is not a multiple of 32.
 """
@@ -75,14 +77,14 @@ class Model(nn.Module):
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
 
-class Expert(Model):
+class SDPA(Model):
     """The same block with attention through PyTorch's fused SDPA kernels (FlashAttention, memory-efficient)."""
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-EXPERT = Expert
+EXPERT = SDPA
 
 
 def get_inputs(

@@ -1,5 +1,6 @@
-"""A stacked LSTM over a batch of sequences in float32, written out step by step: returns the last
-layer's outputs at every step and each layer's final hidden and cell states.
+"""A stacked LSTM over a batch of sequences, written out step by step, in float32.
+
+Returns the last layer's outputs at every step and each layer's final hidden and cell states.
 
 Inputs are scaled so that the gates visit both their linear and their saturated ranges.
 """
@@ -44,7 +45,7 @@ class Model(nn.Module):
         return x, torch.stack(final_h), torch.stack(final_c)
 
 
-class Expert(Model):
+class CuDNN(Model):
     """cuDNN's fused LSTM through nn.LSTM, with the same weights."""
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -52,7 +53,7 @@ class Expert(Model):
         return output, h, c
 
 
-EXPERT = Expert
+EXPERT = CuDNN
 
 
 def get_inputs(

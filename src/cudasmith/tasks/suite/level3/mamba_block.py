@@ -1,6 +1,7 @@
-"""A Mamba block in float32: input projection, causal depthwise convolution and SiLU, input-dependent
-step sizes Δ and state matrices B and C, a sequential selective scan over the sequence, a SiLU gate and
-the output projection.
+"""A Mamba block with a sequential selective scan, in float32.
+
+Input projection, causal depthwise convolution and SiLU, input-dependent step sizes Δ and state matrices
+B and C, a selective scan over the sequence, a SiLU gate and the output projection.
 
 Initialised as Mamba is (Δ log-uniform in [0.001, 0.1], A = -(1, 2, …, N) per channel), so that the
 scan keeps long memory in some channels and forgets quickly in others.

@@ -1,5 +1,7 @@
-"""An MLP-Mixer image classifier in float32: patch embedding, mixer layers (a token-mixing and a
-channel-mixing MLP, each with LayerNorm, GELU and a residual), LayerNorm, mean pooling and a linear head.
+"""An MLP-Mixer image classifier, in float32.
+
+Patch embedding, mixer layers (a token-mixing and a channel-mixing MLP, each with LayerNorm, GELU and a
+residual), LayerNorm, mean pooling and a linear head.
 
 The top config is Mixer-B/16 on 224×224 images (196 patches, width 768, 12 layers).
 """

@@ -1,5 +1,7 @@
-"""A ResNet-50 stage in float32: bottleneck blocks (1×1, 3×3, 1×1 convolutions with batch norm and ReLU),
-the first one downsampling by 2 with a projection shortcut.
+"""A ResNet-50 stage of bottleneck blocks with batch norm, in float32.
+
+Bottleneck blocks (1×1, 3×3, 1×1 convolutions with batch norm and ReLU), the first one downsampling by 2
+with a projection shortcut.
 
 Batch norm uses batch statistics (training mode, as the harness runs models), and its scales and shifts
 are random, so that no block reduces to its shortcut.

@@ -1,4 +1,4 @@
-"""A GPT-2 style decoder block: pre-LayerNorm causal self-attention and a GELU MLP, with residuals, in float32.
+"""A GPT-2 style decoder block: pre-LayerNorm causal self-attention and a GELU MLP, in float32.
 
 Weights are drawn with unit-variance fan-in scaling and the LayerNorm scales and shifts are random, so
 attention is neither uniform nor one-hot and no sub-layer is close to the identity.
@@ -54,14 +54,14 @@ class Model(nn.Module):
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
-class Expert(Model):
+class SDPA(Model):
     """The same block with attention through PyTorch's fused SDPA kernels (FlashAttention, memory-efficient)."""
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-EXPERT = Expert
+EXPERT = SDPA
 
 
 def get_inputs(batch: int = 2, seq: int = 33, dim: int = 64, heads: int = 4) -> list[torch.Tensor]:

@@ -1,6 +1,8 @@
-"""One level of a U-Net in float32: a double convolution (3×3 conv, GroupNorm, SiLU, twice), max-pool
-down, a double convolution at half resolution, transposed-convolution up, concatenation with the skip
-connection and a final double convolution.
+"""One level of a U-Net: convolutions, down, a bottleneck, up and a skip connection, in float32.
+
+A double convolution (3×3 conv, GroupNorm, SiLU, twice), max-pool down, a double convolution at half
+resolution, transposed-convolution up, concatenation with the skip connection and a final double
+convolution.
 
 Odd image sizes make the upsampled map one pixel short of the skip connection; it is zero-padded on the
 bottom and right, as common U-Net implementations do.

@@ -1,5 +1,6 @@
-"""A Vision Transformer encoder block in float32: pre-LayerNorm bidirectional multi-head self-attention
-and a GELU MLP, with residuals, over a class token plus image patches.
+"""A Vision Transformer encoder block: bidirectional self-attention and a GELU MLP, in float32.
+
+Pre-LayerNorm multi-head self-attention and MLP with residuals, over a class token plus image patches.
 
 The top config is ViT-B/16 at 224×224 (197 tokens, width 768, 12 heads).
 """
@@ -52,14 +53,14 @@ class Model(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
 
 
-class Expert(Model):
+class SDPA(Model):
     """The same block with attention through PyTorch's fused SDPA kernels (FlashAttention, memory-efficient)."""
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v)
 
 
-EXPERT = Expert
+EXPERT = SDPA
 
 
 def get_inputs(batch: int = 2, tokens: int = 17, dim: int = 64, heads: int = 4) -> list[torch.Tensor]:
