@@ -18,6 +18,12 @@ CONFIGS = [
     {"batch": 4, "heads": 16, "seq": 2048, "head_dim": 128},
 ]
 HIDDEN_CONFIGS = [{"batch": 3, "heads": 12, "seq": 777, "head_dim": 64}]
+# The rows of dS = P∘(dP − rowsum(dO∘O)) sum to zero, so dQ and dK are sums of many cancelling
+# products, each rounded to bfloat16 (FlashAttention rounds P and dS before its matrix products too).
+# Correct implementations then differ from float64 by up to ~0.3× the gradient's RMS at a few small
+# elements at these lengths (measured: SDPA's kernels and this reference, seq 777 to 2048), far past the
+# default 0.03× RMS; the normwise bound (1.6e-2, or 10× the reference's own error) still holds.
+TOLERANCE = {"bfloat16": {"atol": 0.5}}
 
 
 class Model(nn.Module):

@@ -97,3 +97,10 @@ def get_init_inputs(
     batch: int = 2, seq: int = 31, vocab: int = 1000, dim: int = 64, heads: int = 4, layers: int = 2
 ) -> list:
     return [vocab, seq, dim, heads, layers]
+
+
+def flops(batch: int, seq: int, vocab: int, dim: int, heads: int, layers: int) -> int:
+    # Per block the four projections, and QKᵀ and PV over the causal triangle only (the FLOP counter
+    # would count the full square the reference computes); then the language-model head.
+    block = 24 * batch * seq * dim * dim + 2 * batch * seq * (seq + 1) * dim
+    return layers * block + 2 * batch * seq * dim * vocab

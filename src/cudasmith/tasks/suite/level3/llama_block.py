@@ -95,3 +95,11 @@ def get_inputs(
 
 def get_init_inputs(batch: int = 2, seq: int = 33, dim: int = 64, heads: int = 4, kv_heads: int = 2) -> list:
     return [dim, heads, kv_heads]
+
+
+def flops(batch: int, seq: int, dim: int, heads: int, kv_heads: int) -> int:
+    # Projections (Q, K and V for the shared heads, O, and the three SwiGLU matrices), and QKᵀ and PV
+    # over the causal triangle only (the FLOP counter would count the full square).
+    kv_dim = kv_heads * (dim // heads)
+    projections = 2 * batch * seq * (2 * dim * dim + 2 * dim * kv_dim + 3 * dim * (8 * dim // 3))
+    return projections + 2 * batch * seq * (seq + 1) * dim
