@@ -41,48 +41,44 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
 
 
-def run_reference(path: str, device: str, cpu_max_bytes: float, cpu_max_flops: float) -> dict[str, Any]:
-    """Run one problem's reference like the harness's reference worker: first config, task dtype, float64."""
+def run_reference(
+    path: str, device: str, made_on: str, cpu_max_bytes: float, cpu_max_flops: float
+) -> dict[str, Any]:
+    """Run one problem's reference like the harness's reference worker: first config, task dtype, then
+    float64. Inputs are made on `made_on` (the harness makes them on the CPU, then moves them)."""
     import torch
 
-    from cudasmith.tasks.inputs import (
-        build_model,
-        describe_config,
-        make_init_inputs,
-        make_inputs,
-        to_float64,
-    )
+    from cudasmith.tasks.inputs import build_model, describe_config, make_init_inputs, make_inputs, to_float64
     from cudasmith.tasks.problem import load_module
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     module = load_module(Path(path), "problem")
     config = (getattr(module, "CONFIGS", None) or [{}])[0]
-    described = describe_config(module, config)
-    size = described.get("input_bytes", 0) + described.get("output_bytes", 0)
-    result: dict[str, Any] = {"input_mib": round(described.get("input_bytes", 0) / 2**20, 1)}
     if device == "cpu":
+        described = describe_config(module, config)
+        size = described.get("input_bytes", 0) + described.get("output_bytes", 0)
         if "input_bytes" not in described:
-            return {
-                **result,
-                "status": "skipped",
-                "reason": f"size unknown on the CPU ({described['unknown']})",
-            }
+            return {"status": "skipped", "reason": f"size unknown on the CPU ({described['unknown']})"}
         if size > cpu_max_bytes or described.get("flops", 0) > cpu_max_flops:
             why = f"{size / 2**20:.0f} MiB, {described.get('flops', 0) / 1e9:.1f} GFLOP"
-            return {**result, "status": "skipped", "reason": f"too large for the CPU ({why})"}
+            return {"status": "skipped", "reason": f"too large for the CPU ({why})"}
     started = time.perf_counter()
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
+    # Models are built on the CPU and moved, as the harness builds them: a tensor attribute that is not a
+    # buffer stays behind, and that is worth finding.
     init_inputs = make_init_inputs(module, config, INIT_SEED)
     model = build_model(module.Model, init_inputs, INIT_SEED, device)
-    inputs = make_inputs(module, config, INPUT_SEED, device)
+    with torch.device(made_on):
+        inputs = make_inputs(module, config, INPUT_SEED, device)
+    result: dict[str, Any] = {}
     with torch.no_grad():
         output = model(*inputs)
         outputs = list(output) if isinstance(output, (tuple, list)) else [output]
         if not outputs or any(type(o) is not torch.Tensor for o in outputs):
             kinds = ", ".join(type(o).__name__ for o in outputs) or "nothing"
-            return {**result, "status": "failed", "reason": f"forward returned {kinds}, not tensors"}
+            return {"status": "failed", "reason": f"forward returned {kinds}, not tensors"}
         if device == "cuda":
             torch.cuda.synchronize()
         result.update(
@@ -93,11 +89,10 @@ def run_reference(path: str, device: str, cpu_max_bytes: float, cpu_max_flops: f
         del output, outputs, model
         try:
             model64 = build_model(module.Model, init_inputs, INIT_SEED, device).to(torch.float64)
-            output64 = model64(*to_float64(inputs))
+            model64(*to_float64(inputs))
             if device == "cuda":
                 torch.cuda.synchronize()
             result["float64"] = "ok"
-            del output64, model64
         except Exception as exc:  # the harness then judges against the task dtype; worth knowing, not fatal
             result["float64"] = _first_line(exc)
     if device == "cuda":
@@ -105,7 +100,7 @@ def run_reference(path: str, device: str, cpu_max_bytes: float, cpu_max_flops: f
     return result
 
 
-def child(device: str, cpu_max_bytes: float, cpu_max_flops: float) -> None:
+def child(device: str, made_on: str, cpu_max_bytes: float, cpu_max_flops: float) -> None:
     """Worker loop: a problem path per line on stdin, a JSON result per line on the original stdout."""
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # whatever a problem prints goes to stderr, never into the replies
@@ -113,7 +108,7 @@ def child(device: str, cpu_max_bytes: float, cpu_max_flops: float) -> None:
         path = line.strip()
         sticky = False
         try:
-            result = run_reference(path, device, cpu_max_bytes, cpu_max_flops)
+            result = run_reference(path, device, made_on, cpu_max_bytes, cpu_max_flops)
         except Exception as exc:
             reason = _first_line(exc)
             if "OutOfMemoryError" in reason:
@@ -140,6 +135,8 @@ class Runner:
             __file__,
             "--child",
             device,
+            "--made-on",
+            "cpu" if args.inputs_on_cpu else device,
             "--cpu-max-mib",
             str(args.cpu_max_mib),
             "--cpu-max-gflop",
@@ -228,10 +225,17 @@ def main() -> int:
     parser.add_argument("--time-budget", type=float, help="start no new problem after this many seconds")
     parser.add_argument("--cpu-max-mib", type=float, default=64.0, help="CPU size guard (default 64 MiB)")
     parser.add_argument("--cpu-max-gflop", type=float, default=2.0, help="CPU size guard (default 2 GFLOP)")
+    parser.add_argument(
+        "--inputs-on-cpu",
+        action="store_true",
+        help="make inputs on the CPU and move them, exactly as the harness does (slow for KernelBench's "
+        "multi-GB inputs; by default they are made on the device)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--made-on", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.cpu_max_mib * 2**20, args.cpu_max_gflop * 1e9)
+        child(args.child, args.made_on or args.child, args.cpu_max_mib * 2**20, args.cpu_max_gflop * 1e9)
         return 0
     if args.checkout is None:
         parser.error("the KernelBench checkout is required")
