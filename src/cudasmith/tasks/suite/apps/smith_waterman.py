@@ -73,3 +73,9 @@ def get_inputs(pairs: int = 8, query: int = 37, target: int = 45) -> list[torch.
 
 def get_init_inputs(pairs: int = 8, query: int = 37, target: int = 45) -> list:
     return []
+
+
+def flops(pairs: int, query: int, target: int) -> int:
+    # Integer operations, not floating-point ones: about ten per cell (two gap scores, each a subtraction
+    # pair and a maximum, the match score and the three-way maximum), as the roofline's work measure.
+    return 10 * pairs * query * target
