@@ -183,36 +183,29 @@ def show_command(
     task: Annotated[str, typer.Argument(help="Built-in task (e.g. level3/gpt_forward) or a problem file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     source: Annotated[bool, typer.Option("--source/--no-source", help="Print the reference source.")] = True,
-    peak_tflops: Annotated[
-        float | None,
-        typer.Option(help="The device's peak TFLOP/s in the task's dtype, for the roofline floor.", min=0),
-    ] = None,
-    peak_gbps: Annotated[
-        float | None,
-        typer.Option(help="The device's memory bandwidth in GB/s, for the roofline floor.", min=0),
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            "-d",
+            help="Whose measured peaks give the roofline \\[default: cuda when visible, else cpu]",
+        ),
     ] = None,
 ) -> None:
-    """Show a task: what it computes, its reference, its configs with sizes, FLOPs, bytes moved and
-    arithmetic intensity, and the roofline time floor of each config when device peaks are given.
+    """Show a task: its reference, tolerance, baselines, and each config's sizes, FLOPs, bytes moved,
+    arithmetic intensity and roofline (speed of light and floor at the device's measured peaks).
 
-    Example: [bold]cudasmith show level3/gpt_forward --no-source --peak-tflops 67 --peak-gbps 3350[/]
+    Example: [bold]cudasmith show level3/gpt_forward --no-source[/]
     """
-    from cudasmith.tasks.catalog import Peaks, task_details
+    from cudasmith.api import default_device
+    from cudasmith.device import load_peaks
+    from cudasmith.tasks.catalog import task_details
     from cudasmith.tasks.problem import load_problem, load_task
 
     try:
         is_file = task.endswith(".py") or Path(task).is_file()
         problem = load_problem(task) if is_file else load_task(task)
-        given = peak_tflops is not None or peak_gbps is not None
-        peaks = (
-            Peaks(
-                flops_per_s=None if peak_tflops is None else peak_tflops * 1e12,
-                bytes_per_s=None if peak_gbps is None else peak_gbps * 1e9,
-            )
-            if given
-            else None
-        )
-        details = task_details(problem, peaks)
+        details = task_details(problem, load_peaks(device or default_device()))
     except CudasmithError as exc:
         _fail(str(exc))
         return

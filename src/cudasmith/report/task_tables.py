@@ -26,12 +26,12 @@ def _flops(value: float) -> str:
     return f"{value:.0f} FLOP"
 
 
-def _seconds(value: float | None) -> str:
+def _milliseconds(value: float | None) -> str:
     if value is None:
         return "–"
-    if value >= 1:
-        return f"{value:.2f} s"
-    return f"{value * 1e3:.3f} ms" if value >= 1e-3 else f"{value * 1e6:.2f} µs"
+    if value >= 1e3:
+        return f"{value / 1e3:.2f} s"
+    return f"{value:.3f} ms" if value >= 1 else f"{value * 1e3:.2f} µs"
 
 
 def _config_text(config: dict[str, Any]) -> str:
@@ -50,14 +50,14 @@ def print_task_list(
     table.add_column("task", no_wrap=True)
     table.add_column("dtype", no_wrap=True)
     table.add_column("configs", no_wrap=True, justify="right")
-    table.add_column("baselines", no_wrap=True)
+    table.add_column("expert", no_wrap=True)
     table.add_column("what it computes", min_width=24, ratio=1)
     for row in rows:
         table.add_row(
             row["name"],
             row["dtype"] or "–",
             f"{row['configs']}+{row['hidden_configs']}",
-            ", ".join(["eager", *([row["expert"]] if row["expert"] else [])]),
+            row["expert"] or "–",
             row["description"],
         )
     console.print(table)
@@ -65,22 +65,26 @@ def print_task_list(
         console.print(f"[dim]{entry['status']} {entry['name']}: {entry['reason']}[/]", highlight=False)
     per_level = " · ".join(f"{level} {count}" for level, count in counts.items())
     console.print(
-        f"[dim]{sum(counts.values())} tasks ({per_level}); configs: public+hidden; "
-        "`cudasmith show TASK` for one task's reference, sizes and roofline[/]",
+        f"[dim]{sum(counts.values())} tasks ({per_level}). configs: public+hidden. Baselines: eager "
+        "PyTorch and torch.compile for every task, and the expert where one is named. "
+        "`cudasmith show TASK` prints one task's reference, sizes and roofline.[/]",
         highlight=False,
     )
 
 
 def print_task_details(details: dict[str, Any], source: bool = True, console: Console | None = None) -> None:
-    """A task's summary, its reference source, and per-config sizes and roofline figures."""
+    """A task's summary, its reference source, and per-config sizes, work and roofline."""
     console = console or Console()
     console.print(f"[bold]{details['name']}[/]  {details['description']}", highlight=False)
     judged = "its validator" if details["validator"] else "numeric comparison against float64"
+    torch_ops = "allowed" if details["allowed_torch_ops"] == "all" else "refused"
     facts = [
         f"dtype {details['dtype'] or 'not declared (float32 assumed)'}",
         f"L2 {details['l2_state']} when timed",
         f"judged by {judged}",
-        f"baselines: {', '.join(details['baselines'])}",
+        f"PyTorch compute in a solution: {torch_ops}",
+        "baselines: "
+        + ", ".join(f"expert ({details['expert']})" if b == "expert" else b for b in details["baselines"]),
     ]
     console.print(" · ".join(facts), highlight=False)
     tolerance = details["tolerance"]
@@ -96,42 +100,51 @@ def print_task_details(details: dict[str, Any], source: bool = True, console: Co
     if source:
         console.print(Syntax(details["source"], "python", line_numbers=False, word_wrap=True))
     table = Table(show_edge=False, pad_edge=False)
-    for column in ("#", "config", "inputs", "weights", "outputs", "FLOPs", "bytes moved", "FLOP/B", "floor"):
+    columns = (
+        "#",
+        "config",
+        "inputs",
+        "weights",
+        "outputs",
+        "FLOPs",
+        "bytes moved",
+        "FLOP/B",
+        "SOL",
+        "floor",
+    )
+    for column in columns:
         table.add_column(column, justify="left" if column == "config" else "right")
     for figure in details["config_figures"]:
-        label = "hidden" if figure["hidden"] else str(figure["index"])
         intensity = figure["intensity"]
         table.add_row(
-            label,
+            "hidden" if figure["hidden"] else str(figure["index"]),
             _config_text(figure["config"]),
             _bytes(figure.get("input_bytes")),
             _bytes(figure.get("parameter_bytes", 0)),
             _bytes(figure.get("output_bytes")),
-            _flops(figure["flops"]),
+            "?" if figure["flops"] is None else _flops(figure["flops"]),
             _bytes(figure["bytes_moved"]),
             "–" if intensity is None else f"{intensity:.3g}",
-            _seconds(figure.get("floor_s")),
+            _milliseconds(figure.get("sol_ms")),
+            _milliseconds(figure.get("floor_ms")),
         )
     console.print(table)
     partial = [figure for figure in details["config_figures"] if "unknown" in figure]
     if partial:
         which = "every config" if len(partial) == len(details["config_figures"]) else "some configs"
         console.print(
-            f"[dim]counts are partial for {which} ('?'): the reference cannot run on meta tensors "
-            f"({partial[0]['unknown'][:120]})[/]",
+            f"[dim]'?' for {which}: the reference cannot run on meta tensors "
+            f"({partial[0]['unknown'][:120]}), so only what the problem declares is known[/]",
             highlight=False,
         )
     peaks = details["peaks"]
     if peaks is None:
         console.print(
-            "[dim]floor: device peaks not measured yet; give --peak-tflops and --peak-gbps for time floors[/]"
+            "[dim]SOL and floor: device peaks not measured yet on this device; `cudasmith device` measures them[/]"
         )
     else:
-        given = []
-        if peaks["flops_per_s"]:
-            given.append(f"{peaks['flops_per_s'] / 1e12:g} TFLOP/s")
-        if peaks["bytes_per_s"]:
-            given.append(f"{peaks['bytes_per_s'] / 1e9:g} GB/s")
         console.print(
-            f"[dim]floor: max(FLOPs / peak, bytes / bandwidth) with the given peaks ({', '.join(given)})[/]"
+            f"[dim]SOL: the time at {peaks['device']}'s measured peaks ({peaks['measured_at']}); floor: faster "
+            "than this is impossible (cudasmith.harness.roofline)[/]",
+            highlight=False,
         )

@@ -1,35 +1,21 @@
-"""What a task is, for people and programs: its row in a listing, and its configs with sizes and roofline
-figures (the time floor max(FLOPs / peak FLOP rate, bytes / memory bandwidth) when peaks are given).
+"""What a task is, for people and programs: its row in a listing, and its configs with sizes, work and
+roofline figures (speed of light and the impossibility floor at a device's measured peaks).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudasmith.tasks.inputs import describe_config
 from cudasmith.tasks.problem import Problem, load_module
 
-EAGER = "eager"
+if TYPE_CHECKING:
+    from cudasmith.device import DevicePeaks
 
-
-@dataclass(frozen=True)
-class Peaks:
-    """A device's peak FLOP rate for the task's dtype and its memory bandwidth; either may be unknown."""
-
-    flops_per_s: float | None = None
-    bytes_per_s: float | None = None
-
-    def floor_s(self, flops: int, bytes_moved: int) -> float | None:
-        """The roofline's time floor: no kernel can do `flops` and move `bytes_moved` faster."""
-        terms = [
-            amount / rate
-            for amount, rate in ((flops, self.flops_per_s), (bytes_moved, self.bytes_per_s))
-            if rate
-        ]
-        return max(terms) if terms else None
+# What every task is timed against; a task's EXPERT adds itself (cudasmith.harness.baselines names them).
+BASELINES = ("eager", "compile", "compile-max-autotune")
 
 
 def level_of(name: str) -> str:
@@ -38,8 +24,8 @@ def level_of(name: str) -> str:
 
 
 def baselines(problem: Problem) -> list[str]:
-    """What a candidate is timed against: eager PyTorch, and the task's expert implementation if any."""
-    return [EAGER] + ([f"expert ({problem.expert})"] if problem.expert else [])
+    """What a candidate is timed against: eager PyTorch, torch.compile (two modes), and the EXPERT if any."""
+    return [*BASELINES, *(["expert"] if problem.expert else [])]
 
 
 def task_row(problem: Problem) -> dict[str, Any]:
@@ -63,46 +49,46 @@ def level_counts(problems: Iterable[Problem]) -> dict[str, int]:
     return dict(sorted(Counter(level_of(p.name) for p in problems).items()))
 
 
-def config_figures(problem: Problem, peaks: Peaks | None = None) -> list[dict[str, Any]]:
-    """Sizes, FLOPs, bytes moved, arithmetic intensity and (given peaks) the time floor of every config.
+def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[dict[str, Any]]:
+    """Sizes, FLOPs, bytes moved and arithmetic intensity of every config, and with a device's measured
+    peaks (cudasmith.device.DevicePeaks) its roofline: speed of light, floor and bound.
 
-    Bytes moved default to inputs, weights and outputs each crossing memory once: a lower bound, as a
-    floor needs. FLOPs default to the FLOP counter's count of the reference (matrix products,
-    convolutions, attention); a problem's own flops()/bytes_moved() win.
+    Work is what verdicts use (cudasmith.harness.roofline.work_of): a problem's own flops() and
+    bytes_moved() when it has them, else the FLOP counter's count of the reference and its inputs and
+    outputs crossing memory once.
     """
+    from cudasmith.harness.roofline import roofline, work_of
+
     module = load_module(problem.path, "problem")
     figures = []
     for index, (config, hidden) in enumerate(problem.all_configs()):
         described = describe_config(module, config)
-        flops = int(described.get("flops", 0))
-        moved = described.get("bytes_moved")
-        if moved is None:
-            moved = sum(described.get(k, 0) for k in ("input_bytes", "parameter_bytes", "output_bytes"))
-        figure = {
+        work = work_of(described)
+        figure: dict[str, Any] = {
             "index": index,
             "config": config,
             "hidden": hidden,
             **{k: described[k] for k in ("input_bytes", "output_bytes", "parameter_bytes") if k in described},
-            "flops": flops,
-            "bytes_moved": int(moved),
-            "intensity": flops / moved if moved else None,
+            "flops": None if work is None else int(work[0]),
+            "bytes_moved": None if work is None else int(work[1]),
+            "intensity": work[0] / work[1] if work and work[1] else None,
         }
         if "unknown" in described:
             figure["unknown"] = described["unknown"]
-        if peaks is not None:
-            figure["floor_s"] = peaks.floor_s(flops, int(moved))
+        point = None if peaks is None else roofline(described, problem.dtype, peaks)
+        if point is not None:
+            figure.update(sol_ms=point.sol_ms, floor_ms=point.floor_ms, bound=point.bound)
         figures.append(figure)
     return figures
 
 
-def task_details(problem: Problem, peaks: Peaks | None = None) -> dict[str, Any]:
+def task_details(problem: Problem, peaks: DevicePeaks | None = None) -> dict[str, Any]:
     """Everything `cudasmith show` prints: the listing row, tolerance, source and per-config figures."""
     import torch
 
     from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
 
-    dtype = problem.dtype or "float32"
-    torch_dtype = getattr(torch, dtype, None)
+    torch_dtype = getattr(torch, problem.dtype or "float32", None)
     floating = isinstance(torch_dtype, torch.dtype) and torch_dtype.is_floating_point
     return {
         **task_row(problem),
@@ -110,9 +96,8 @@ def task_details(problem: Problem, peaks: Peaks | None = None) -> dict[str, Any]
         "tolerance": tolerance_for(torch_dtype, problem.tolerance) if floating else None,
         "calibration_factor": CALIBRATION_FACTOR,
         "tolerance_overrides": problem.tolerance,
-        "peaks": None
-        if peaks is None
-        else {"flops_per_s": peaks.flops_per_s, "bytes_per_s": peaks.bytes_per_s},
+        "allowed_torch_ops": problem.allowed_torch_ops,
+        "peaks": None if peaks is None else {"device": peaks.device, "measured_at": peaks.measured_at},
         "config_figures": config_figures(problem, peaks),
         "source": problem.source,
     }
