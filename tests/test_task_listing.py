@@ -90,8 +90,9 @@ def test_tasks_lists_a_checkout_and_filters_a_level(checkout: Path) -> None:
     assert result.exit_code == 2
 
 
-def test_show_prints_configs_and_says_when_peaks_are_not_measured() -> None:
-    result = runner.invoke(app, ["show", "challenge/gemm_bf16", "--no-source"], env={"COLUMNS": "200"})
+def test_show_prints_configs_and_says_when_peaks_are_not_measured(tmp_path: Path) -> None:
+    env = {"COLUMNS": "200", "CUDASMITH_CACHE": str(tmp_path)}  # a cache where no peaks were measured
+    result = runner.invoke(app, ["show", "challenge/gemm_bf16", "--no-source"], env=env)
     assert result.exit_code == 0, result.output
     assert "8192" in result.stdout and "1.10 TFLOP" in result.stdout and "expert (CuBLAS)" in result.stdout
     assert "device peaks not measured yet" in result.stdout
