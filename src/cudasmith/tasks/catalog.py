@@ -54,8 +54,8 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[d
     peaks (cudasmith.device.DevicePeaks) its roofline: speed of light, floor and bound.
 
     Work is what verdicts use (cudasmith.harness.roofline.work_of): a problem's own flops() and
-    bytes_moved() when it has them, else the FLOP counter's count of the reference and its inputs and
-    outputs crossing memory once.
+    bytes_moved() when it has them, else the FLOP counter's count of the reference and its inputs,
+    parameters and outputs crossing memory once.
     """
     from cudasmith.harness.roofline import roofline, work_of
 

@@ -92,7 +92,9 @@ def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any
             inputs = [to_device(v, "meta") for v in module.get_inputs(**config)]
         description["input_bytes"] = tensor_bytes(inputs)
         is_module = isinstance(model, torch.nn.Module)
-        description["parameter_bytes"] = tensor_bytes([*model.parameters(), *model.buffers()]) if is_module else 0
+        description["parameter_bytes"] = (
+            tensor_bytes([*model.parameters(), *model.buffers()]) if is_module else 0
+        )
         with torch.device("meta"), FlopCounterMode(display=False) as counter:
             output = model(*inputs)
         outputs = list(output) if isinstance(output, (tuple, list)) else [output]
