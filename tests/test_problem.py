@@ -96,6 +96,6 @@ def test_tasks_command_lists_every_task() -> None:
     assert result.returncode == 0, result.stderr
     import json
 
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["tasks"]
     assert {r["name"] for r in rows} >= set(FIRST_TASKS)
     assert all(r["configs"] >= 3 for r in rows if r["name"] in FIRST_TASKS)

@@ -41,7 +41,7 @@ def _smallest_config(module: Any, configs: tuple[dict[str, Any], ...]) -> dict[s
         described = describe_config(module, config)
         if "input_bytes" not in described:
             return float("inf")
-        return described["input_bytes"] + described["output_bytes"]
+        return described["input_bytes"] + described.get("output_bytes", 0)
 
     return min(configs, key=size)
 

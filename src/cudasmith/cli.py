@@ -125,38 +125,100 @@ def eval_command(
     raise typer.Exit(EXIT_CORRECT if verdict.correct else EXIT_VERDICT)
 
 
-def _task_row(name: str) -> dict[str, Any]:
-    from cudasmith.tasks.problem import load_task
-
-    problem = load_task(name)
-    return {
-        "name": name,
-        "level": name.split("/")[0],
-        "dtype": problem.dtype,
-        "configs": len(problem.configs),
-        "hidden_configs": len(problem.hidden_configs),
-        "validator": problem.has_validate,
-        "expert": problem.expert,
-        "description": problem.description,
-    }
+def _unloaded(listing: Any) -> list[dict[str, str]]:
+    return [
+        {"status": status, "name": entry.name, "path": str(entry.path), "reason": entry.reason}
+        for status, entries in (("skipped", listing.skipped), ("failed", listing.failed))
+        for entry in entries
+    ]
 
 
 @app.command("tasks")
 def tasks_command(
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
-    level: Annotated[str | None, typer.Option(help="Only this level, e.g. level1.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object: counts per level and the tasks.")
+    ] = False,
+    level: Annotated[str | None, typer.Option(help="Only this level, e.g. level1 or apps.")] = None,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            "--problem-dir",
+            help="List the problems of a directory instead: a KernelBench checkout or a folder of problem files.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """List the built-in tasks: level, name, dtype, configs, and what each computes."""
-    from cudasmith.tasks.problem import list_task_names
+    """List tasks: name, dtype, public and hidden configs, baselines, and what each computes.
+
+    Example: [bold]cudasmith tasks --level apps[/] · [bold]cudasmith tasks --from KernelBench --level level1[/]
+    """
+    from cudasmith.tasks.catalog import level_counts, level_of, task_row
+    from cudasmith.tasks.problem import list_task_names, load_task
+
+    unloaded: list[dict[str, str]] = []
+    with one_line_errors():
+        if from_dir is None:
+            problems = [load_task(name) for name in list_task_names()]
+        else:
+            from cudasmith.tasks.directory import load_problem_dir
+
+            listing = load_problem_dir(from_dir)
+            problems, unloaded = listing.problems, _unloaded(listing)
+    if level is not None:
+        wanted = level.strip("/")
+
+        def chosen(name: str) -> bool:
+            return level_of(name) == wanted or level_of(name).endswith(f"/{wanted}")
+
+        problems = [p for p in problems if chosen(p.name)]
+        unloaded = [u for u in unloaded if chosen(u["name"])]
+    rows, counts = [task_row(p) for p in problems], level_counts(problems)
+    if as_json:
+        listing_json = {"counts": counts, "total": len(rows), "tasks": rows}
+        if from_dir is not None:
+            listing_json["unloaded"] = unloaded
+        sys.stdout.write(json.dumps(listing_json, indent=2) + "\n")
+        return
+    from cudasmith.report.task_tables import print_task_list
+
+    print_task_list(rows, counts, unloaded)
+
+
+@app.command("show")
+def show_command(
+    task: Annotated[str, typer.Argument(help="Built-in task (e.g. level3/gpt_forward) or a problem file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    source: Annotated[bool, typer.Option("--source/--no-source", help="Print the reference source.")] = True,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            "-d",
+            help="Whose measured peaks give the roofline \\[default: cuda when visible, else cpu]",
+        ),
+    ] = None,
+) -> None:
+    """Show a task: its reference, tolerance, baselines, and each config's sizes, FLOPs, bytes moved,
+    arithmetic intensity and roofline (speed of light and floor at the device's measured peaks).
+
+    Example: [bold]cudasmith show level3/gpt_forward --no-source[/]
+    """
+    from cudasmith.api import default_device
+    from cudasmith.device import load_peaks
+    from cudasmith.tasks.catalog import task_details
+    from cudasmith.tasks.problem import load_problem, load_task
 
     with one_line_errors():
-        rows = [_task_row(n) for n in list_task_names() if level is None or n.startswith(f"{level}/")]
+        is_file = task.endswith(".py") or Path(task).is_file()
+        problem = load_problem(task) if is_file else load_task(task)
+        details = task_details(problem, load_peaks(device or default_device()))
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(details, indent=2) + "\n")
         return
-    from cudasmith.report.verdict_table import print_tasks
+    from cudasmith.report.task_tables import print_task_details
 
-    print_tasks(rows)
+    print_task_details(details, source=source)
 
 
 def _parent(parent: Path | None, verdict: Path | None) -> Any:

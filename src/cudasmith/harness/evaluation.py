@@ -37,6 +37,9 @@ PEAKS_TIMEOUT_S = 300.0
 # Statuses after which a worker's state cannot be trusted for more work.
 FATAL = ("timeout", "compile_error", "rejected", "runtime_error")
 DRAWN = "harness-drawn inputs (signed, wider range than the problem's)"
+# On drawn inputs where the reference implementation's own error against float64 exceeds this, the
+# function is not computable in the task dtype there (a softmax saturated, gradients vanished): skipped.
+DRAWN_MAX_OWN_ERROR = 0.5
 
 
 class Evaluation:
@@ -167,6 +170,10 @@ class Evaluation:
         truth = expected64 if expected64 is not None else expected
         if not all(bool(torch.isfinite(t).all()) for t in truth if t.is_floating_point()):
             self.verdict.note(f"{DRAWN} skipped on {label}: outside the reference's domain (NaN/Inf)")
+            return
+        if expected64 is not None and (own := _own_error(expected, expected64)) > DRAWN_MAX_OWN_ERROR:
+            self.verdict.note(f"{DRAWN} skipped on {label}: the task dtype cannot represent the reference "
+                              f"there (its own error {own:.1e}, e.g. gradients that vanish)")  # fmt: skip
             return
         self._compare_once(reference, candidate, request, result, f"{label} on {DRAWN}")
 
@@ -410,6 +417,17 @@ class Evaluation:
                 verdict.artifacts[name] = text
         verdict.wall_s = round(time.monotonic() - started, 3)
         return verdict
+
+
+def _own_error(expected: list[torch.Tensor], expected64: list[torch.Tensor]) -> float:
+    """The worst normwise error of the reference in the task dtype against float64, over its outputs."""
+    worst = 0.0
+    for own, truth in zip(expected, expected64, strict=True):
+        if own.is_floating_point():
+            norm = float(torch.linalg.vector_norm(truth.double()))
+            difference = float(torch.linalg.vector_norm(own.double() - truth.double()))
+            worst = max(worst, difference / norm if norm > 0 else (0.0 if difference == 0 else float("inf")))
+    return worst
 
 
 def _to(tensors: list[torch.Tensor], device: str) -> list[torch.Tensor]:

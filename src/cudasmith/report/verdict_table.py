@@ -1,4 +1,4 @@
-"""Verdicts and task lists as tables in the terminal, and the progress bar of long evaluations."""
+"""Verdicts as tables in the terminal, and the progress bar of long evaluations."""
 
 from __future__ import annotations
 
@@ -70,24 +70,6 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
         console.print(f"[dim]note: {note}[/]")
     if verdict.status == "compile_error" and verdict.artifacts.get("traceback"):
         console.print(f"[dim]{verdict.artifacts['traceback'].strip()[-1500:]}[/]", highlight=False)
-
-
-def print_tasks(rows: list[dict[str, Any]], console: Console | None = None) -> None:
-    """The built-in tasks, one row each."""
-    console = console or Console()
-    table = Table(show_edge=False, pad_edge=False)
-    for column in ("task", "dtype", "configs", "hidden", "what it computes"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(
-            row["name"],
-            row["dtype"] or "–",
-            str(row["configs"]),
-            str(row["hidden_configs"]),
-            row["description"],
-        )
-    console.print(table)
-    console.print(f"[dim]{len(rows)} tasks[/]")
 
 
 @contextmanager

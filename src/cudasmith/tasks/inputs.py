@@ -79,9 +79,10 @@ def tensor_bytes(values: list[Any]) -> int:
 
 
 def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any]:
-    """Input and output bytes and FLOPs of one config, from a run of the reference on meta tensors
-    (no memory, no time); a problem's own flops()/bytes_moved() win. References that cannot run on
-    meta tensors (data-dependent ones) get an 'unknown' entry saying why."""
+    """Input, parameter and output bytes and FLOPs of one config, from a run of the reference on meta
+    tensors (no memory, no time); a problem's own flops()/bytes_moved() win. References that cannot
+    run on meta tensors (data-dependent ones) get an 'unknown' entry saying why, and keep the input
+    and parameter bytes when those could be made."""
     from torch.utils.flop_counter import FlopCounterMode
 
     description: dict[str, Any] = {}
@@ -89,17 +90,15 @@ def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any
         with torch.device("meta"):
             model = module.Model(*make_init_inputs(module, config, 0))
             inputs = [to_device(v, "meta") for v in module.get_inputs(**config)]
-            with FlopCounterMode(display=False) as counter:
-                output = model(*inputs)
-        outputs = list(output) if isinstance(output, (tuple, list)) else [output]
-        description.update(
-            input_bytes=tensor_bytes(inputs),
-            output_bytes=tensor_bytes(outputs),
-            parameter_bytes=tensor_bytes(list(model.parameters()) + list(model.buffers()))
-            if isinstance(model, torch.nn.Module)
-            else 0,
-            flops=counter.get_total_flops(),
+        description["input_bytes"] = tensor_bytes(inputs)
+        is_module = isinstance(model, torch.nn.Module)
+        description["parameter_bytes"] = (
+            tensor_bytes([*model.parameters(), *model.buffers()]) if is_module else 0
         )
+        with torch.device("meta"), FlopCounterMode(display=False) as counter:
+            output = model(*inputs)
+        outputs = list(output) if isinstance(output, (tuple, list)) else [output]
+        description.update(output_bytes=tensor_bytes(outputs), flops=counter.get_total_flops())
     except Exception as exc:
         description["unknown"] = f"{type(exc).__name__}: {str(exc)[:200]}"
     for name in ("flops", "bytes_moved"):

@@ -122,7 +122,9 @@ def problem_from_module(module: ModuleType, path: Path, name: str) -> Problem:
         raise ProblemError(f"{path}: L2_STATE must be one of {L2_STATES}, not {l2_state!r}")
     allowed = getattr(module, "ALLOWED_TORCH_OPS", None)
     if allowed is None:
-        allowed = "all" if name.split("/")[0] in TORCH_OPS_ALLOWED_LEVELS else ()
+        # The level is the name's last folder: 'level2' in level2/x and in kernelbench/level2/x.
+        level = name.rsplit("/", 1)[0].rsplit("/", 1)[-1] if "/" in name else ""
+        allowed = "all" if level in TORCH_OPS_ALLOWED_LEVELS else ()
     if allowed != "all" and not (
         isinstance(allowed, (list, tuple)) and all(isinstance(a, str) for a in allowed)
     ):
@@ -142,9 +144,14 @@ def problem_from_module(module: ModuleType, path: Path, name: str) -> Problem:
         has_flops=callable(getattr(module, "flops", None)),
         has_bytes_moved=callable(getattr(module, "bytes_moved", None)),
         expert=expert_name,
-        description=inspect.cleandoc(module.__doc__ or "").split("\n\n")[0],
+        description=_first_paragraph(module.__doc__) or _first_paragraph(module.Model.__doc__),
         allowed_torch_ops=allowed if allowed == "all" else tuple(allowed),
     )
+
+
+def _first_paragraph(docstring: str | None) -> str:
+    """A docstring's first paragraph on one line (KernelBench describes its problems in Model's docstring)."""
+    return " ".join(inspect.cleandoc(docstring or "").split("\n\n")[0].split())
 
 
 def load_problem(path: str | Path, name: str | None = None) -> Problem:
