@@ -18,6 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cudasmith.cli import app
+from cudasmith.device import DevicePeaks, save_peaks, software_versions
+from cudasmith.hardware import device_name
 
 from conftest import EXAMPLES, SOLUTIONS
 from fake_llm import FakeLLMServer, Reply, openai_body
@@ -164,6 +166,29 @@ def test_prompt_prints_what_would_be_sent() -> None:
     assert "# Task: level1/softmax" in result.stdout and "50257" not in result.stdout
     as_json = json.loads(invoke("prompt", "level1/softmax", "--device", "cpu", "--json").stdout)
     assert [m["role"] for m in as_json["messages"]] == ["system", "user"]
+
+
+def test_prompt_shows_the_peaks_cudasmith_device_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))  # a cache where no peaks were measured
+    unmeasured = invoke("prompt", "level1/softmax", "--device", "cpu").stdout
+    assert "- measured bandwidth and peak FLOP rates: not measured on this machine yet" in unmeasured
+    assert "`cudasmith device` measures them" in unmeasured and "TFLOP/s" not in unmeasured
+    assert not list(tmp_path.glob("device/*.json")), "building a prompt measures nothing"
+    peaks = DevicePeaks(
+        device=device_name("cpu"),
+        kind="cpu",
+        memory_gb_per_s=21.5,
+        matrix_tflops={"float32": 0.14, "float64": 0.07},
+        vector_tflops={"float32": 0.2, "float64": 0.1},
+        cache_bytes=32 * 2**20,
+        versions=software_versions(),
+    )
+    save_peaks(peaks)
+    measured = invoke("prompt", "level1/softmax", "--device", "cpu").stdout
+    assert "- measured DRAM bandwidth: 21.5 GB/s\n- measured FP32 peak: 0.2 TFLOP/s\n" in measured
+    assert "- measured FP64 peak: 0.1 TFLOP/s" in measured and "not measured" not in measured
 
 
 def test_prompt_for_a_parent_needs_its_verdict(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 import cudasmith
+from cudasmith.device import DevicePeaks
 from cudasmith.errors import ProblemError, UsageError
 from cudasmith.search.feedback import (
     trim_compiler_output,
@@ -17,7 +18,7 @@ from cudasmith.search.feedback import (
     verdict_feedback,
     verdict_from_dict,
 )
-from cudasmith.search.hardware import Hardware, describe_hardware, gpu_facts, measured_facts
+from cudasmith.search.hardware import Hardware, describe_hardware, gpu_facts, measured_facts, peak_figures
 from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.tasks import list_task_names, load_task
 from cudasmith.tasks.problem import load_problem
@@ -97,6 +98,25 @@ def test_measured_figures_appear_only_when_given() -> None:
     labels = [label for label, _ in cpu.facts]
     assert labels[:2] == ["CPU", "cores available"] and labels[-1] == "measured FP32 peak"
     assert not any("GB/s" in value for _, value in cpu.facts)
+
+
+def test_measured_peaks_keep_their_units_and_only_what_was_measured() -> None:
+    gpu = DevicePeaks(
+        device="test GPU",
+        kind="cuda",
+        memory_gb_per_s=3012.6,
+        matrix_tflops={"float32": 51.0, "tf32": 370.0, "bfloat16": 702.0, "float64": 52.0},
+        vector_tflops={"float32": 60.2, "float16": 120.0},
+        cache_bytes=50 * 2**20,
+    )
+    figures = dict(measured_facts(peak_figures(gpu)))
+    assert figures == {
+        "measured DRAM bandwidth": "3013 GB/s",
+        "measured FP32 peak": "60.2 TFLOP/s",  # the faster of matrix and vector units
+        "measured FP64 peak": "52 TFLOP/s",
+        "measured TF32 tensor-core peak": "370 TFLOP/s",
+        "measured BF16 tensor-core peak": "702 TFLOP/s",
+    }, "FP16 was measured on vector units only: no tensor-core figure"
 
 
 def test_user_templates_replace_the_built_in_ones(tmp_path: Path) -> None:

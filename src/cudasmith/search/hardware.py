@@ -1,8 +1,9 @@
 """What a prompt says about the device a kernel will run on, read from the device itself.
 
 GPU facts come from torch's device properties (and the CUDA driver where torch does not report them),
-CPU facts from /proc and /sys. Measured figures (bandwidth, peak rates) are not guessed: they appear
-only when a caller passes them, e.g. from `cudasmith device`'s measurements.
+CPU facts from /proc and /sys. Measured figures (bandwidth, peak rates) are never guessed nor measured
+here: they are those a caller passes, else the peaks `cudasmith device` cached for the device, else a
+line saying that `cudasmith device` measures them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cudasmith.device import DevicePeaks, load_peaks
 from cudasmith.hardware import cpu_name
 
 # What each compute capability adds that a kernel writer can use (the nearest one at or below the
@@ -40,11 +42,20 @@ MEASURED = {
     "dram_bandwidth_gbs": ("measured DRAM bandwidth", "GB/s"),
     "l2_bandwidth_gbs": ("measured L2 bandwidth", "GB/s"),
     "fp32_tflops": ("measured FP32 peak", "TFLOP/s"),
+    "fp64_tflops": ("measured FP64 peak", "TFLOP/s"),
     "tf32_tflops": ("measured TF32 tensor-core peak", "TFLOP/s"),
     "fp16_tflops": ("measured FP16 tensor-core peak", "TFLOP/s"),
     "bf16_tflops": ("measured BF16 tensor-core peak", "TFLOP/s"),
     "fp8_tflops": ("measured FP8 tensor-core peak", "TFLOP/s"),
 }
+# The MEASURED keys of DevicePeaks' rates: the best of any unit for a dtype, and the matrix units' rate
+# (cuBLAS on tensor cores) for the figures MEASURED calls tensor-core peaks.
+BEST_RATES = {"fp32_tflops": "float32", "fp64_tflops": "float64"}
+MATRIX_RATES = {"tf32_tflops": "tf32", "fp16_tflops": "float16", "bf16_tflops": "bfloat16"}
+NOT_MEASURED = (
+    "measured bandwidth and peak FLOP rates",
+    "not measured on this machine yet (`cudasmith device` measures them)",
+)
 # CPU instruction-set extensions worth a kernel writer's attention, as /proc/cpuinfo names them.
 CPU_EXTENSIONS = (
     "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
@@ -200,8 +211,25 @@ def measured_facts(measured: Mapping[str, float]) -> list[tuple[str, str]]:
     return facts + [(k, f"{v:.4g}") for k, v in measured.items() if k not in MEASURED]
 
 
+def peak_figures(peaks: DevicePeaks) -> dict[str, float]:
+    """Measured peaks under MEASURED's keys and units; a rate that was not measured is left out."""
+    figures = {"dram_bandwidth_gbs": peaks.memory_gb_per_s}
+    for key, dtype in BEST_RATES.items():
+        rate = peaks.compute_tflops(dtype)
+        if rate:
+            figures[key] = rate
+    for key, dtype in MATRIX_RATES.items():
+        if peaks.matrix_tflops.get(dtype):
+            figures[key] = peaks.matrix_tflops[dtype]
+    return figures
+
+
 def describe_hardware(device: str, measured: Mapping[str, float] | None = None) -> Hardware:
-    """The facts of `device` ('cuda', 'cuda:N' or 'cpu') as this machine reports them."""
+    """The facts of `device` ('cuda', 'cuda:N' or 'cpu') as this machine reports them.
+
+    Without `measured`, the peaks cached by `cudasmith device` for this device are shown (nothing is
+    measured here), or a line saying how to measure them.
+    """
     if device.startswith("cuda"):
         import torch
 
@@ -212,6 +240,11 @@ def describe_hardware(device: str, measured: Mapping[str, float] | None = None) 
         props = torch.cuda.get_device_properties(index)
         facts = gpu_facts(props, _driver_attributes(index))
         name, target = props.name, nvrtc_target(props.major, props.minor)
+        peaks_name: str | None = props.name
     else:
-        facts, name, target = cpu_facts(), cpu_name(), None
-    return Hardware(device, name, tuple(facts + measured_facts(measured or {})), target)
+        facts, name, target, peaks_name = cpu_facts(), cpu_name(), None, None
+    if measured is None:
+        peaks = load_peaks(device, name=peaks_name)
+        measured = peak_figures(peaks) if peaks is not None else None
+    facts += measured_facts(measured) if measured is not None else [NOT_MEASURED]
+    return Hardware(device, name, tuple(facts), target)
