@@ -17,6 +17,18 @@ PEAKS = DevicePeaks(
     cache_bytes=50 * 2**20,
 )
 
+# A CPU-like device: float32 and float64 rates only, as `cudasmith device` measures a CPU.
+CPU_PEAKS = DevicePeaks(
+    device="test CPU",
+    kind="cpu",
+    memory_gb_per_s=20.0,
+    matrix_tflops={"float32": 0.5, "float64": 0.25},
+    vector_tflops={"float32": 0.25},
+    cache_bytes=32 * 2**20,
+)
+GEMM_8192 = {"flops": 2 * 8192**3, "bytes_moved": 3 * 2 * 8192**2}
+COPY_1GB = {"input_bytes": 10**9, "output_bytes": 10**9, "flops": 10**6}
+
 
 def test_a_memory_bound_config_runs_at_bandwidth() -> None:
     point = roofline({"input_bytes": 8 * 10**9, "output_bytes": 4 * 10**9, "flops": 10**9}, "float32", PEAKS)
@@ -49,3 +61,24 @@ def test_work_comes_from_bytes_moved_or_inputs_and_outputs() -> None:
     assert work_of({"input_bytes": 8, "output_bytes": 4}) == (0.0, 12.0)
     assert work_of({"unknown": "data-dependent"}) is None
     assert roofline({"unknown": "x"}, "float32", PEAKS) is None
+
+
+@pytest.mark.parametrize("peaks", [PEAKS, CPU_PEAKS], ids=["gpu", "cpu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16", "int32", None])
+@pytest.mark.parametrize("work", [GEMM_8192, COPY_1GB], ids=["gemm", "copy"])
+def test_the_floor_never_exceeds_speed_of_light(
+    peaks: DevicePeaks, dtype: str | None, work: dict[str, int]
+) -> None:
+    point = roofline(work, dtype, peaks)
+    assert point is not None and 0 < point.floor_ms <= point.sol_ms
+
+
+def test_a_dtype_without_a_measured_rate_is_judged_at_the_best_rate_measured() -> None:
+    bf16 = roofline(GEMM_8192, "bfloat16", CPU_PEAKS)
+    assert bf16 is not None and bf16.bound == "compute" and bf16.compute_tflops == 0.5
+    assert bf16.sol_ms == pytest.approx(2 * 8192**3 / 0.5e12 * 1e3)
+    assert bf16.floor_ms == pytest.approx(bf16.sol_ms / PHYSICS_MARGIN["cpu"])
+    nothing_measured = DevicePeaks("test CPU", "cpu", 20.0, {}, {}, 0)
+    point = roofline(GEMM_8192, "bfloat16", nothing_measured)
+    assert point is not None and point.bound == "memory" and point.compute_tflops is None
+    assert point.floor_ms <= point.sol_ms == pytest.approx(3 * 2 * 8192**2 / 20e9 * 1e3)

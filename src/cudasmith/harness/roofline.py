@@ -4,6 +4,10 @@ Speed of light is the time at the device's measured peaks: the larger of the con
 memory bandwidth and its FLOPs over the task dtype's FLOP rate. The floor is stricter: a time is called
 impossible only if it beats the roofline with peaks PHYSICS_MARGIN times the measured ones, the best
 FLOP rate of any dtype, and every byte that could stay on chip (the L2 or last-level cache) taken as free.
+
+A dtype whose rate was not measured (bfloat16 on a CPU, integers anywhere) is given, for speed of light,
+the best rate measured for any dtype: the rate the floor assumes before its margin. Both therefore count
+the same FLOPs at consistent rates, and the floor never exceeds speed of light, whatever the dtype.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ DEFAULT_DTYPE = "float32"
 
 @dataclass(frozen=True)
 class Roofline:
-    """One config's roofline point: work, speed of light and floor (milliseconds)."""
+    """One config's roofline point: work, speed of light and floor (milliseconds), and the FLOP rate
+    speed of light assumes (None when no rate was measured: then it counts bytes only)."""
 
     flops: float
     bytes: float
@@ -77,11 +82,11 @@ def roofline(description: dict[str, Any], dtype: str | None, peaks: DevicePeaks)
         return None
     flops, moved = work
     memory_ms = moved / (peaks.memory_gb_per_s * 1e9) * 1e3
-    compute_tflops = peaks.compute_tflops(dtype or DEFAULT_DTYPE)
+    best_tflops = peaks.max_tflops()
+    compute_tflops = peaks.compute_tflops(dtype or DEFAULT_DTYPE) or best_tflops or None
     compute_ms = flops / (compute_tflops * 1e12) * 1e3 if compute_tflops else 0.0
     margin = PHYSICS_MARGIN.get(peaks.kind, PHYSICS_MARGIN["cuda"])
     floor_memory_ms = max(0.0, moved - peaks.cache_bytes) / (margin * peaks.memory_gb_per_s * 1e9) * 1e3
-    best_tflops = peaks.max_tflops()
     floor_compute_ms = flops / (margin * best_tflops * 1e12) * 1e3 if best_tflops > 0 else 0.0
     return Roofline(
         flops=flops,
