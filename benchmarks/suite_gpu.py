@@ -2,17 +2,22 @@
 included, its EXPERT where it has one, and torch.compile at its smallest config.
 
     python benchmarks/suite_gpu.py [--level level1] [--json FILE]
+    python benchmarks/suite_gpu.py --results R.jsonl --shard 1/3 --time-budget 500   # in parallel, resumable
 
 Prints one line per task (configs that ran, what failed and why, seconds) and the counts last.
-Problem files are trusted code, so this runs them in one process, one after another.
+Problem files are trusted code, so this runs them in one process, one after another. With --results,
+each task's row is appended to that JSON-lines file as it finishes and tasks already there are skipped,
+so a run cut short resumes, and shards running at once share one file; the counts then cover the file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -78,17 +83,47 @@ def run_compile(module: Any, config: dict[str, Any]) -> str | None:
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ''}"
 
 
+def _finished(path: str | None) -> dict[str, dict[str, Any]]:
+    """The rows already in a results file, by task (a torn last line is ignored)."""
+    rows: dict[str, dict[str, Any]] = {}
+    if path and os.path.exists(path):
+        for line in Path(path).read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            rows[row["task"]] = row
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", help="only this level, e.g. level1")
     parser.add_argument("--json", help="write the results to this file")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument(
+        "--results", help="JSON-lines file: rows appended as tasks finish, finished tasks skipped"
+    )
+    parser.add_argument("--shard", default="1/1", help="K/N: run every N-th task from the K-th (default 1/1)")
+    parser.add_argument("--time-budget", type=float, help="start no new task after this many seconds")
     args = parser.parse_args()
+    shard, shards = (int(part) for part in args.shard.split("/"))
+    if not 1 <= shard <= shards:
+        parser.error(f"--shard {args.shard}: K must be between 1 and N")
     names = [n for n in list_task_names() if args.level is None or n.startswith(f"{args.level}/")]
+    done = _finished(args.results)
+    names = [n for i, n in enumerate(names) if i % shards == shard - 1 and n not in done]
     started = time.perf_counter()
     rows = []
-    print(f"{len(names)} tasks on {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
+    print(
+        f"{len(names)} tasks to run ({len(done)} already in the results) on {torch.cuda.get_device_name()}, "
+        f"torch {torch.__version__}",
+        flush=True,
+    )
     for name in names:
+        if args.time_budget is not None and time.perf_counter() - started > args.time_budget:
+            print(f"time budget of {args.time_budget:.0f} s spent: the other tasks are left for a later run")
+            break
         task_started = time.perf_counter()
         problem = load_task(name)
         module = load_module(problem.path, "problem")
@@ -107,12 +142,20 @@ def main() -> None:
         if compile_error:
             failures.append(f"torch.compile: {compile_error}")
         seconds = time.perf_counter() - task_started
-        rows.append(
-            {"task": name, "configs": len(configs), "ran": ran, "failures": failures, "seconds": seconds}
-        )
+        row = {"task": name, "configs": len(configs), "ran": ran, "failures": failures, "seconds": seconds}
+        rows.append(row)
+        if args.results:
+            with open(args.results, "a") as handle:  # one short write per line: shards may share the file
+                handle.write(json.dumps(row) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
         status = "ok" if not failures else "; ".join(failures)
         print(f"{name:42} {ran}/{len(configs)} configs  {seconds:6.1f} s  {status}", flush=True)
     total = time.perf_counter() - started
+    if args.results:
+        rows = list(_finished(args.results).values())
+        total = sum(r["seconds"] for r in rows)
+        print(f"\nthe results file holds {len(rows)} of {len(list_task_names())} tasks (seconds: their sum)")
     clean = sum(1 for r in rows if not r["failures"])
     all_ran = sum(1 for r in rows if r["ran"] == r["configs"])
     print(f"\n{clean}/{len(rows)} tasks ran cleanly; {all_ran}/{len(rows)} ran their reference at every config; "
