@@ -1,6 +1,6 @@
 """GPU smoke benchmark: the examples through `cudasmith eval`, and how long fast compilation takes.
 
-    python benchmarks/gpu_smoke.py
+    python benchmarks/gpu_smoke.py [EXAMPLE ...]   # default: softmax_cuda.py softmax_triton.py
 
 Prints, for each GPU example on level1/softmax, the verdict and per-config medians against eager
 PyTorch; then the time of a fresh (uncached) NVRTC compilation of a small kernel, with and without
@@ -36,8 +36,11 @@ def main() -> None:
     from cudasmith.runtime import compile_cuda
 
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    for example in EXAMPLES:
-        verdict = cudasmith.evaluate(ROOT / "examples" / example, task="level1/softmax", device="cuda")
+    for example in sys.argv[1:] or EXAMPLES:
+        # Eager PyTorch only: torch.compile's max-autotune alone takes minutes per config.
+        verdict = cudasmith.evaluate(
+            ROOT / "examples" / example, task="level1/softmax", device="cuda", baselines=("eager",)
+        )
         print(f"\n{example}: {verdict.status}: {verdict.reason} ({verdict.wall_s:.1f} s wall)")
         for config in verdict.configs:
             print(
