@@ -75,7 +75,9 @@ def test_criteria_are_judged_per_duration_class(fidelity: ModuleType) -> None:
     assert lines[2].startswith("accuracy vs ncu ≥20 µs: PASS") and lines[3].startswith(
         "accuracy vs ncu <20 µs: PASS"
     )
-    assert "add_8m +5 % work: PASS" in lines[4] and "add_1m +5 % work: FAIL" in lines[5]
+    # No bare spans in these runs: the comparison line says so.
+    assert lines[4] == "(ours-span, for comparison) accuracy vs ncu ≥20 µs: not measured"
+    assert "add_8m +5 % work: PASS" in lines[6] and "add_1m +5 % work: FAIL" in lines[7]
     text = fidelity.table(kernels, rows)
     assert "add_8m" in text and "30.00" in text and "+4.4%" in text
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from cudasmith import evaluate
+from cudasmith.harness.launch_cost import ensure_launch_cost, find_ncu
 from cudasmith.harness.timing import CallHooks, TimingPlan, default_plan, measure
 
 from conftest import SOLUTIONS
@@ -61,7 +62,7 @@ def per_call_events_ms(run: Callable[[int], object], calls: int = 100) -> float:
 def test_a_tiny_kernel_is_timed_without_its_launch_overhead() -> None:
     run = add_launcher(TINY)
     ours = measure(run, 2, "cuda", default_plan("cuda"))
-    assert ours.method == "cupti", ours.warnings
+    assert ours.method.startswith("cupti"), ours.warnings
     assert ours.clock_mhz and 300 < statistics.median(ours.clock_mhz) < 4000
     per_call = per_call_events_ms(run)
     print(f"tiny add: ours {ours.median_ms * 1e3:.2f} µs, per-call events {per_call * 1e3:.2f} µs")
@@ -75,7 +76,7 @@ def test_work_on_a_stream_nobody_waits_for_is_counted() -> None:
     print(
         f"side stream: {hidden.median_ms * 1e3:.1f} µs vs {honest.median_ms * 1e3:.1f} µs on the timing stream"
     )
-    assert hidden.method == "cupti", hidden.warnings
+    assert hidden.method.startswith("cupti"), hidden.warnings
     assert hidden.median_ms == pytest.approx(honest.median_ms, rel=0.15)
     assert hidden.summary()["event_median_ms"] < 0.5 * hidden.median_ms  # events alone would miss it
 
@@ -102,7 +103,7 @@ def test_a_call_that_synchronises_is_timed_unqueued() -> None:
         return out
 
     result = measure(run, 2, "cuda", TimingPlan(max_seconds=1.0))
-    assert result.method == "cupti, unqueued"
+    assert result.method in ("cupti, unqueued", "cupti+launch, unqueued")
     assert any("waits for the GPU" in warning for warning in result.warnings)
     assert result.median_ms > 0.01
 
@@ -122,7 +123,7 @@ def test_cuda_graph_replays_are_timed_and_their_outputs_shown() -> None:
 
     result = measure(twice, 2, "cuda", TimingPlan(launch="graph"), Keep())
     assert result.plan.launch == "graph" and result.median_ms > 0
-    assert result.method in ("cupti", "cuda-events"), result.warnings
+    assert result.method in ("cupti", "cupti+launch", "cuda-events"), result.warnings
     for index, out in outputs.items():
         assert torch.equal(out, twice(index))
 
@@ -177,3 +178,19 @@ def test_verdicts_carry_compile_baselines_and_the_roofline() -> None:
         assert config.baselines["compile"]["time_ms"] > 0 and config.roofline is not None
         assert config.timing and config.timing["method"].startswith("cupti")
     print({name: round(value, 2) for name, value in verdict.speedups.items()}, verdict.notes)
+
+
+@pytest.mark.skipif(find_ncu() is None, reason="Nsight Compute (ncu) is not installed")
+def test_the_launch_cost_is_calibrated_with_ncu_and_added_once_per_call() -> None:
+    cost = ensure_launch_cost(remeasure=True)
+    print(
+        f"launch cost {cost.launch_us:.2f} µs (ncu {cost.ncu_empty_us:.2f} µs, CUPTI {cost.cupti_empty_us:.2f} µs "
+        "on an empty kernel)"
+    )
+    assert 0.0 < cost.launch_us < 5.0 and cost.ncu_empty_us > cost.cupti_empty_us
+    run = add_launcher(TINY)
+    ours = measure(run, 2, "cuda", default_plan("cuda"))
+    assert ours.method == "cupti+launch", ours.warnings
+    assert ours.samples_ms == pytest.approx([s + cost.launch_us / 1e3 for s in ours.span_ms])
+    bare = measure(run, 2, "cuda", default_plan("cuda", launch_cost=False))
+    assert bare.method == "cupti" and not bare.span_ms

@@ -372,11 +372,20 @@ def device_command(
     measure: Annotated[
         bool, typer.Option("--measure/--no-measure", help="Measure the peaks when none are cached.")
     ] = True,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate/--no-calibrate",
+            help="On a GPU, calibrate the kernel launch cost with Nsight Compute when it is not cached.",
+        ),
+    ] = True,
 ) -> None:
     """Show the device's properties and its speed of light: memory bandwidth and FLOP rates per dtype.
 
     The peaks are measured here (a few seconds), once per device and software versions, and cached;
-    every verdict's roofline and % of speed of light use them.
+    every verdict's roofline and % of speed of light use them. On a GPU with Nsight Compute (ncu)
+    installed, the GPU's cost of starting a kernel, which CUPTI's records leave out, is calibrated too
+    (about a minute) and added to every GPU time from then on.
 
     Example: [bold]cudasmith device --json[/]
     """
@@ -398,13 +407,38 @@ def device_command(
                 peaks = ensure_peaks(device, remeasure=remeasure)
         else:
             peaks = load_peaks(device)
+        launch = _launch_cost(device, calibrate, remeasure) if device.startswith("cuda") else None
     if as_json:
-        document = {"properties": found, "peaks": peaks.to_dict() if peaks else None}
+        document = {
+            "properties": found,
+            "peaks": peaks.to_dict() if peaks else None,
+            "launch_cost": launch if isinstance(launch, str) or launch is None else launch.to_dict(),
+        }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
     from cudasmith.report.device_table import print_device
 
-    print_device(found, peaks)
+    print_device(found, peaks, launch=launch)
+
+
+def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
+    """The GPU's calibrated launch cost, or why there is none (a line for the table)."""
+    import torch
+
+    from cudasmith.harness.launch_cost import ensure_launch_cost, find_ncu, load_launch_cost
+
+    if device.startswith("cuda:"):
+        torch.cuda.set_device(int(device.split(":")[1]))
+    cached = None if remeasure else load_launch_cost()
+    if cached is not None or not calibrate:
+        return cached or "not cached; `cudasmith device --calibrate` calibrates it"
+    if find_ncu() is None:
+        return "Nsight Compute (ncu) is not installed here, so GPU times are bare CUPTI spans"
+    try:
+        with stderr.status("calibrating the kernel launch cost with Nsight Compute…", spinner="dots"):
+            return ensure_launch_cost(remeasure=True)
+    except CudasmithError as exc:
+        return f"{exc} (GPU times are bare CUPTI spans)"
 
 
 def main() -> None:

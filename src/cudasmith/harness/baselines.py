@@ -37,6 +37,16 @@ LOAD_TIMEOUT_S = 300.0
 BASELINE_TIMEOUT_S = 1800.0
 
 
+def _launch_us(device: str, name: Any) -> float | None:
+    """The launch cost (µs) GPU times include here, None where there is none."""
+    if not device.startswith("cuda") or not isinstance(name, str):
+        return None
+    from cudasmith.harness.launch_cost import load_launch_cost
+
+    cost = load_launch_cost(name)
+    return cost.launch_us if cost is not None else None
+
+
 def default_baselines(device: str) -> tuple[str, ...]:
     """The baselines timed when none are asked for."""
     return DEFAULT_CUDA if device.startswith("cuda") else DEFAULT_CPU
@@ -90,8 +100,10 @@ class BaselineTimer:
         self.device = device
         self.names = tuple(n for n in names if n != "expert" or problem.expert)
         self.plan = plan
-        # Device name and software versions: what else a cached timing depends on.
+        # Device name and software versions: what else a cached timing depends on; on a GPU also the
+        # calibrated launch cost that GPU times include (a calibration makes earlier times stale).
         self.identity = identity
+        self.launch_us = _launch_us(device, identity.get("device"))
         self.use_cache = use_cache
         self._worker: WorkerProcess | None = None
 
@@ -102,6 +114,7 @@ class BaselineTimer:
             name,
             json.dumps(self.identity, sort_keys=True),
             json.dumps(asdict(self.plan), sort_keys=True),
+            repr(self.launch_us),
         )
         return cache_dir("baselines") / f"{key}.json"
 

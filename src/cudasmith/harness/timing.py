@@ -2,7 +2,8 @@
 
 Per sample on the GPU (timing_cuda.py does it): flush L2, queue the call behind a blocking kernel (so the
 time the host needs to issue it is not counted), release, synchronize the whole device, and take the
-time from CUPTI's records of every kernel, copy and memset the call launched, on any stream. On the CPU
+time from CUPTI's records of every kernel, copy and memset the call launched, on any stream, plus the
+device's calibrated kernel launch cost (launch_cost.py) where it was calibrated. On the CPU
 a monotonic clock times each call. Warm-up first; then samples, input sets rotating, until the median
 is known to TARGET_REL_STDERR or the time cap. A measurement keeps its raw samples; its statistics are
 computed from them on demand.
@@ -65,7 +66,7 @@ L2_STATES = ("cold", "hot")
 # the host; graph: each input set's call is captured once as a CUDA graph and the graph is replayed.
 LAUNCH_MODES = ("queued", "graph")
 # Raw per-sample lists of a measurement summary (left out of verdicts unless asked for).
-RAW_KEYS = ("samples_ms", "event_ms", "host_ms", "clock_mhz")
+RAW_KEYS = ("samples_ms", "span_ms", "event_ms", "host_ms", "clock_mhz")
 
 
 class TimingError(CudasmithError):
@@ -78,6 +79,8 @@ class TimingPlan:
 
     l2_state: str = "cold"
     launch: str = "queued"
+    # Add the device's calibrated launch cost (launch_cost.py) to CUPTI spans, where it was calibrated.
+    launch_cost: bool = True
     warmup_calls: int = WARMUP_CALLS
     warmup_ms: float = WARMUP_MS
     min_samples: int = MIN_SAMPLES
@@ -93,10 +96,12 @@ class TimingPlan:
             raise ValueError(f"launch must be one of {LAUNCH_MODES}, not {self.launch!r}")
 
 
-def default_plan(device: str, l2_state: str = "cold", launch: str = "queued") -> TimingPlan:
+def default_plan(
+    device: str, l2_state: str = "cold", launch: str = "queued", launch_cost: bool = True
+) -> TimingPlan:
     """The protocol's plan for a device."""
     if device.startswith("cuda"):
-        return TimingPlan(l2_state=l2_state, launch=launch)
+        return TimingPlan(l2_state=l2_state, launch=launch, launch_cost=launch_cost)
     return TimingPlan(
         l2_state=l2_state, launch=launch, min_sampling_s=MIN_SAMPLING_S_CPU, max_seconds=MAX_SECONDS_CPU
     )
@@ -126,12 +131,14 @@ class Measurement:
 
     `samples_ms` are the times the statistics describe. On the GPU they come with the CUDA-event time
     of the same calls on the timing stream (`event_ms`), the host's time to issue each call (`host_ms`)
-    and the SM clock while each call waited to start (`clock_mhz`).
+    and the SM clock while each call waited to start (`clock_mhz`). Where the samples are CUPTI spans
+    with the device's launch cost added (method "cupti+launch"), `span_ms` keeps the bare spans.
     """
 
     samples_ms: list[float]
     method: str
     plan: TimingPlan = field(default_factory=TimingPlan)
+    span_ms: list[float] = field(default_factory=list)
     event_ms: list[float] = field(default_factory=list)
     host_ms: list[float] = field(default_factory=list)
     clock_mhz: list[float] = field(default_factory=list)
@@ -167,6 +174,7 @@ class Measurement:
             "discarded": self.discarded,
             "warnings": self.warnings,
             "plan": asdict(self.plan),
+            "span_median_ms": statistics.median(self.span_ms) if self.span_ms else None,
             "event_median_ms": statistics.median(self.event_ms) if self.event_ms else None,
             "host_median_ms": statistics.median(self.host_ms) if self.host_ms else None,
             "clock_median_mhz": statistics.median(self.clock_mhz) if self.clock_mhz else None,

@@ -9,7 +9,8 @@ One sample, all on the timing stream (PyTorch's current stream):
      launch overhead is not timed (nvbench's blocking kernel);
   4. release, synchronise the whole device (every stream), read the blocker's record.
 The sample's time is the span from the first start to the last end of the GPU work (kernels, copies,
-memsets) that the call launched, on any stream, from CUPTI activity records (activity.py). The
+memsets) that the call launched, on any stream, from CUPTI activity records (activity.py), plus the
+device's calibrated cost of starting a kernel, which those records leave out (launch_cost.py). The
 CUDA-event time of the same call is kept beside it: it is the stop rule's online estimate and the
 fallback when CUPTI is not available.
 
@@ -308,6 +309,23 @@ def _cupti_samples(
     return [0.0 if span is None else span for span in kept_spans]
 
 
+def with_launch_cost(spans_ms: list[float], launch_ms: float) -> list[float]:
+    """CUPTI spans plus the launch cost, once per call; a call with no GPU work stays at zero."""
+    return [span + launch_ms if span > 0 else 0.0 for span in spans_ms]
+
+
+def _launch_cost_ms(warnings: list[str]) -> float | None:
+    """This GPU's calibrated launch cost in ms; None (the bare spans stand) where it was never calibrated."""
+    try:
+        from cudasmith.harness.launch_cost import load_launch_cost
+
+        cost = load_launch_cost()
+    except Exception as exc:  # a broken cache file must not stop timing
+        warnings.append(f"launch cost not read ({type(exc).__name__}: {str(exc)[:120]}): bare CUPTI spans")
+        return None
+    return cost.launch_us / 1e3 if cost is not None else None
+
+
 def _judge_sample(sample: _Sample, kit: _Tools | None, queued: bool, reference_mhz: float | None) -> str:
     """'kept', 'timed out' (the call waited for the GPU), or 'throttled' (SM clock well under its best)."""
     if sample.timed_out:
@@ -392,7 +410,13 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     kept_samples = [sample for sample, keep in zip(taken, kept, strict=True) if keep]
     event_ms = [sample.event_ms for sample in kept_samples]
     spans = _cupti_samples(activities, cold, taken, kept, warnings) if recorder is not None else None
-    samples_ms = spans if spans is not None else event_ms
+    launch_ms = _launch_cost_ms(warnings) if spans is not None and plan.launch_cost else None
+    if spans is None:
+        samples_ms = event_ms
+    elif launch_ms is None:
+        samples_ms = spans
+    else:
+        samples_ms = with_launch_cost(spans, launch_ms)
     host_ms = [sample.host_ms for sample in kept_samples]
     if samples_ms and host_ms:
         host, gpu = statistics.median(host_ms), statistics.median(samples_ms)
@@ -402,10 +426,12 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
                 "host time is not in the GPU time (launch-bound, or work done on the CPU)"
             )
     unqueued = "" if queued else ", unqueued"
+    method = "cuda-events" if spans is None else "cupti" if launch_ms is None else "cupti+launch"
     return Measurement(
         samples_ms=samples_ms,
-        method=("cupti" if spans is not None else "cuda-events") + unqueued,
+        method=method + unqueued,
         plan=plan,
+        span_ms=spans if launch_ms is not None and spans is not None else [],
         event_ms=event_ms,
         host_ms=host_ms,
         clock_mhz=[sample.clock_mhz for sample in kept_samples if sample.clock_mhz is not None],

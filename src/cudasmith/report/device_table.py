@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cudasmith.device import DevicePeaks
+from cudasmith.harness.launch_cost import LaunchCost
 
 # How each property is shown: its label and how its value is written.
 PROPERTY_FORMATS = {
@@ -26,14 +27,16 @@ PROPERTY_FORMATS = {
 }
 
 
-def _rates(rates: dict[str, float]) -> str:
-    return ", ".join(f"{dtype} {value:.3g}" for dtype, value in rates.items()) or "not measured"
-
-
 def print_device(
-    properties: dict[str, Any], peaks: DevicePeaks | None, console: Console | None = None
+    properties: dict[str, Any],
+    peaks: DevicePeaks | None,
+    console: Console | None = None,
+    launch: LaunchCost | str | None = None,
 ) -> None:
-    """Properties first, then the measured peaks (or how to measure them)."""
+    """Properties first, then the measured peaks (or how to measure them) and the launch cost.
+
+    `launch`: the calibrated launch cost, or why there is none (GPU only).
+    """
     console = console or Console()
     table = Table(show_edge=False, pad_edge=False, show_header=False)
     table.add_column("property", style="dim")
@@ -46,15 +49,24 @@ def print_device(
         console.print(
             "[dim]speed of light not measured yet: `cudasmith device` measures it (a few seconds)[/]"
         )
-        return
-    measured = Table(show_edge=False, pad_edge=False, title="speed of light (measured)", title_justify="left")
-    measured.add_column("what")
-    measured.add_column("achieved", justify="right")
-    detail = ", ".join(f"{kind} {value:.3g}" for kind, value in peaks.memory_detail_gb_per_s.items())
-    measured.add_row("memory bandwidth", f"{peaks.memory_gb_per_s:.3g} GB/s ({detail})")
-    measured.add_row("matrix units", f"{_rates(peaks.matrix_tflops)} TFLOP/s")
-    measured.add_row("vector units", f"{_rates(peaks.vector_tflops)} TFLOP/s")
-    measured.add_row("on-chip cache", f"{peaks.cache_bytes / 2**20:.0f} MiB")
-    console.print(measured)
-    versions = ", ".join(f"{k} {v}" for k, v in peaks.versions.items() if v)
-    console.print(f"[dim]measured {peaks.measured_at} in {peaks.seconds:.1f} s with {versions}[/]")
+    else:
+        detail = ", ".join(f"{kind} {value:.3g}" for kind, value in peaks.memory_detail_gb_per_s.items())
+        console.print(f"\nmemory bandwidth (measured): {peaks.memory_gb_per_s:.3g} GB/s ({detail})")
+        console.print(f"on-chip cache: {peaks.cache_bytes / 2**20:.0f} MiB")
+        rates = Table(show_edge=False, pad_edge=False, title="FLOP rates (measured)", title_justify="left")
+        rates.add_column("dtype")
+        rates.add_column("matrix units", justify="right")
+        rates.add_column("vector units", justify="right")
+        for dtype in dict.fromkeys([*peaks.matrix_tflops, *peaks.vector_tflops]):
+            cells = [table_.get(dtype) for table_ in (peaks.matrix_tflops, peaks.vector_tflops)]
+            rates.add_row(dtype, *("–" if c is None else f"{c:.3g} TFLOP/s" for c in cells))
+        console.print(rates)
+        versions = ", ".join(f"{k} {v}" for k, v in peaks.versions.items() if v)
+        console.print(f"[dim]measured {peaks.measured_at} in {peaks.seconds:.1f} s with {versions}[/]")
+    if isinstance(launch, LaunchCost):
+        console.print(
+            f"\nkernel launch cost (added to CUPTI spans): {launch.launch_us:.2f} µs = Nsight Compute "
+            f"{launch.ncu_empty_us:.2f} µs − CUPTI {launch.cupti_empty_us:.2f} µs on an empty kernel"
+        )
+    elif launch:
+        console.print(f"\n[dim]kernel launch cost not calibrated: {launch}[/]")
