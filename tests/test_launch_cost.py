@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cudasmith.device import software_versions
 from cudasmith.harness import launch_cost
 from cudasmith.harness.launch_cost import LaunchCost, load_launch_cost, parse_ncu_csv, save_launch_cost
 from cudasmith.harness.timing_cuda import with_launch_cost
@@ -34,7 +35,7 @@ def test_a_calibration_is_cached_per_device_and_read_back(
     monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
     monkeypatch.setattr(launch_cost, "_loaded", {})
     assert load_launch_cost("NVIDIA H200") is None
-    cost = LaunchCost("NVIDIA H200", 0.74, 1.36, 0.62, versions=launch_cost._versions())
+    cost = LaunchCost("NVIDIA H200", 0.74, 1.36, 0.62, versions=software_versions())
     save_launch_cost(cost)
     monkeypatch.setattr(launch_cost, "_loaded", {})
     assert load_launch_cost("NVIDIA H200") == cost
@@ -58,10 +59,10 @@ def test_cached_baselines_are_keyed_by_the_launch_cost(
 
     monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
     monkeypatch.setattr(launch_cost, "_loaded", {})
-    identity = {"device": "NVIDIA H200", **launch_cost._versions()}
+    identity = {"device": "NVIDIA H200", **software_versions()}
     timer = BaselineTimer(load_task("level1/relu"), "cuda", ("eager",), default_plan("cuda"), identity)
     before = timer._path("eager", {"n": 1000})
-    save_launch_cost(LaunchCost("NVIDIA H200", 0.74, 1.36, 0.62, versions=launch_cost._versions()))
+    save_launch_cost(LaunchCost("NVIDIA H200", 0.74, 1.36, 0.62, versions=software_versions()))
     after = BaselineTimer(load_task("level1/relu"), "cuda", ("eager",), default_plan("cuda"), identity)
     assert after.launch_us == pytest.approx(0.74)
     assert after._path("eager", {"n": 1000}) != before

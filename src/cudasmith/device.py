@@ -21,7 +21,8 @@ from typing import Any
 from cudasmith.hardware import device_name
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 
-# The versions a measured peak depends on (the kernels that reach it come with PyTorch and CUDA).
+# The versions a measured peak or launch cost depends on (the kernels that reach a peak come with
+# PyTorch and CUDA; the driver and CUPTI, with CUDA).
 PEAK_VERSION_KEYS = ("cudasmith", "torch", "cuda", "driver")
 
 
@@ -99,10 +100,15 @@ class DevicePeaks:
         return cls(**data)
 
 
+def measurement_path(prefix: str, name: str, versions: dict[str, str | None]) -> Path:
+    """The cache file of one measurement of a device under one set of software versions."""
+    relevant = {key: versions.get(key) for key in PEAK_VERSION_KEYS}
+    return cache_dir("device") / f"{prefix}{content_key(name, json.dumps(relevant, sort_keys=True))}.json"
+
+
 def peaks_path(name: str, versions: dict[str, str | None]) -> Path:
     """The cache file of one device's peaks under one set of software versions."""
-    relevant = {key: versions.get(key) for key in PEAK_VERSION_KEYS}
-    return cache_dir("device") / f"{content_key(name, json.dumps(relevant, sort_keys=True))}.json"
+    return measurement_path("", name, versions)
 
 
 def load_peaks(device: str = "cuda", name: str | None = None) -> DevicePeaks | None:

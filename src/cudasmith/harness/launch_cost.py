@@ -32,8 +32,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudasmith.device import measurement_path, software_versions
 from cudasmith.errors import CudasmithError
-from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
+from cudasmith.runtime.cache import write_atomically
 
 KERNEL = "cudasmith_calibrate_empty"
 SOURCE = f'extern "C" __global__ void {KERNEL}() {{}}\n'
@@ -41,8 +42,6 @@ SOURCE = f'extern "C" __global__ void {KERNEL}() {{}}\n'
 NCU_LAUNCHES = 30
 NCU_TIMEOUT_S = 180.0
 NCU_PATHS = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
-# The software a calibration depends on (the driver and the profiler's CUPTI come with these).
-VERSION_KEYS = ("cudasmith", "torch", "cuda", "driver")
 NCU_UNITS_MS = {
     "ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3,
     "ms": 1.0, "msecond": 1.0, "s": 1e3, "second": 1e3,
@@ -108,15 +107,9 @@ def ncu_times(command: list[str], kernel_regex: str, timeout_s: float) -> dict[s
         return found
 
 
-def _versions() -> dict[str, str | None]:
-    from cudasmith.device import software_versions
-
-    versions = software_versions()
-    return {key: versions.get(key) for key in VERSION_KEYS}
-
-
 def cost_path(name: str, versions: dict[str, str | None]) -> Path:
-    return cache_dir("device") / f"launch-{content_key(name, json.dumps(versions, sort_keys=True))}.json"
+    """The cache file of one GPU's launch cost (keyed like its peaks: device.PEAK_VERSION_KEYS)."""
+    return measurement_path("launch-", name, versions)
 
 
 _loaded: dict[str, LaunchCost | None] = {}
@@ -130,7 +123,7 @@ def load_launch_cost(name: str | None = None) -> LaunchCost | None:
         name = torch.cuda.get_device_name()
     if name not in _loaded:
         try:
-            data = json.loads(cost_path(name, _versions()).read_text())
+            data = json.loads(cost_path(name, software_versions()).read_text())
             _loaded[name] = LaunchCost(**data)
         except (OSError, ValueError, TypeError):
             _loaded[name] = None
@@ -159,19 +152,19 @@ def measure_launch_cost(timeout_s: float = NCU_TIMEOUT_S) -> LaunchCost:
     from cudasmith.harness.timing import default_plan, measure
 
     program = [sys.executable, "-m", "cudasmith.harness.launch_cost", "--launch"]
-    ncu_ms = statistics.median(ncu_times(program, f"^{KERNEL}$", timeout_s).get(KERNEL) or [float("nan")])
+    ncu_ms = ncu_times(program, f"^{KERNEL}$", timeout_s).get(KERNEL)
+    if not ncu_ms:
+        raise CudasmithError("ncu reported no time for the calibration kernel")
     bare = measure(_launcher(), 1, "cuda", default_plan("cuda", launch_cost=False))
     if not bare.method.startswith("cupti"):
         raise CudasmithError(f"CUPTI did not time the calibration kernel ({bare.method}): {bare.warnings}")
     cupti_ms = statistics.median(bare.samples_ms)
-    if not ncu_ms > 0:
-        raise CudasmithError("ncu reported no time for the calibration kernel")
     return LaunchCost(
         device=torch.cuda.get_device_name(),
-        launch_us=max(0.0, ncu_ms - cupti_ms) * 1e3,
-        ncu_empty_us=ncu_ms * 1e3,
+        launch_us=max(0.0, statistics.median(ncu_ms) - cupti_ms) * 1e3,
+        ncu_empty_us=statistics.median(ncu_ms) * 1e3,
         cupti_empty_us=cupti_ms * 1e3,
-        versions=_versions(),
+        versions=software_versions(),
         measured_at=now_iso(),
     )
 

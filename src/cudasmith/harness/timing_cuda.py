@@ -314,15 +314,12 @@ def with_launch_cost(spans_ms: list[float], launch_ms: float) -> list[float]:
     return [span + launch_ms if span > 0 else 0.0 for span in spans_ms]
 
 
-def _launch_cost_ms(warnings: list[str]) -> float | None:
-    """This GPU's calibrated launch cost in ms; None (the bare spans stand) where it was never calibrated."""
-    try:
-        from cudasmith.harness.launch_cost import load_launch_cost
+def _launch_cost_ms() -> float | None:
+    """This GPU's calibrated launch cost in ms; None (the bare spans stand) where it was never calibrated
+    or its cache file cannot be read."""
+    from cudasmith.harness.launch_cost import load_launch_cost
 
-        cost = load_launch_cost()
-    except Exception as exc:  # a broken cache file must not stop timing
-        warnings.append(f"launch cost not read ({type(exc).__name__}: {str(exc)[:120]}): bare CUPTI spans")
-        return None
+    cost = load_launch_cost()
     return cost.launch_us / 1e3 if cost is not None else None
 
 
@@ -410,7 +407,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     kept_samples = [sample for sample, keep in zip(taken, kept, strict=True) if keep]
     event_ms = [sample.event_ms for sample in kept_samples]
     spans = _cupti_samples(activities, cold, taken, kept, warnings) if recorder is not None else None
-    launch_ms = _launch_cost_ms(warnings) if spans is not None and plan.launch_cost else None
+    launch_ms = _launch_cost_ms() if spans is not None and plan.launch_cost else None
     if spans is None:
         samples_ms = event_ms
     elif launch_ms is None:
