@@ -83,20 +83,23 @@ def test_cpu_measure_times_the_call_rotates_inputs_and_shows_outputs() -> None:
         return index * 10
 
     class Record(CallHooks):
-        def before(self, sample: int, index: int) -> None:
+        def before(self, sample: int | None, index: int) -> None:
             prepared.append(sample)
 
-        def after(self, sample: int, index: int, output: object, kept: bool) -> None:
-            seen.append((index, output))
+        def after(self, sample: int | None, index: int, output: object, kept: bool) -> None:
+            (warmed if sample is None else seen).append((index, output))
 
-    prepared: list[int] = []
+    prepared: list[int | None] = []
+    warmed: list[tuple[int, object]] = []
     result = measure(run, 3, "cpu", QUICK, Record())
     assert result.method == "perf_counter" and result.stop in {"noise target", "time cap", "max samples"}
     assert result.median_ms >= SLEEP_S * 1e3
     assert set(called) == {0, 1, 2}
     assert len(seen) == len(result.samples_ms) and all(out == index * 10 for index, out in seen)
     assert [index for index, _ in seen[:6]] == [0, 1, 2, 0, 1, 2]
-    assert prepared == list(range(len(seen)))  # before() ran for every sample, in order
+    # before() ran for every warm-up call (sample None) and then every sample, in order
+    assert prepared == [None] * len(warmed) + list(range(len(seen)))
+    assert {index for index, _ in warmed} == {0, 1, 2}
 
 
 def test_a_patched_clock_does_not_change_the_measurement(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -118,7 +118,7 @@ def test_cuda_graph_replays_are_timed_and_their_outputs_shown() -> None:
     outputs = {}
 
     class Keep(CallHooks):
-        def after(self, sample: int, index: int, output: torch.Tensor, kept: bool) -> None:
+        def after(self, sample: int | None, index: int, output: torch.Tensor, kept: bool) -> None:
             outputs[index] = output.clone()
 
     result = measure(twice, 2, "cuda", TimingPlan(launch="graph"), Keep())

@@ -8,6 +8,7 @@ what its own code sees, not what the harness measures; `replaced()` names what i
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -17,6 +18,19 @@ from cudasmith.runtime import cuda as runtime_cuda
 
 perf_counter = time.perf_counter
 sleep = time.sleep
+# Fresh entropy from the OS: what the judge draws with it (perturbations, which calls are re-checked)
+# exists nowhere in the process before it is drawn, so no state a candidate can read predicts it.
+urandom = os.urandom
+
+
+def fresh_seed() -> int:
+    """A 63-bit seed drawn from the OS's entropy now."""
+    return int.from_bytes(urandom(8), "little") >> 1
+
+
+def fresh_below(n: int) -> int:
+    """A number in [0, n) drawn from the OS's entropy now (bias under 2**-40 for n below 2**24)."""
+    return int.from_bytes(urandom(8), "little") % n
 
 Event = torch.cuda.Event
 # The functions, not the attribute look-ups: `torch.cuda.Event.record = …` later changes neither.

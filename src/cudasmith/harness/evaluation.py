@@ -222,7 +222,6 @@ class Evaluation:
         seeds = [derive_seed(self.secret, "time", result.index, k) for k in range(TIMING_SEEDS)]
         request = {"op": "time", "config_index": result.index, "config": config,
                    "init_seed": derive_seed(self.secret, "init", result.index), "input_seeds": seeds,
-                   "perturb_seed": derive_seed(self.secret, "perturb", result.index) % 2**48,
                    "plan": asdict(self.plan)}  # fmt: skip
         label = _label(result.index, config, result.hidden, self.problem)
         assert self._baselines is not None
@@ -237,7 +236,7 @@ class Evaluation:
             )
         self.progress(f"timing {label}", step, total)
         checks = self.options.timed_checks if self.options.defences else 0
-        checked = {**request, "checks": checks, "check_seed": derive_seed(self.secret, "check", result.index)}
+        checked = {**request, "checks": checks}
         try:
             reply, kept = candidate.request(checked, self.options.timing_timeout_s, f"timing {label}")
         except WorkerFailure as failure:

@@ -209,29 +209,37 @@ class StopRule:
         return None
 
 
-def warm_up(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, sync: Callable[[], None]) -> None:
-    """Call `run` on every input set, and on until the plan's warm-up calls and time are spent."""
+def warm_up(
+    run: Callable[[int], Any], n_sets: int, plan: TimingPlan, sync: Callable[[], None], hooks: CallHooks
+) -> None:
+    """Call `run` on every input set, and on until the plan's warm-up calls and time are spent; the hooks
+    run around each call as around a sample (with `sample` None), so warm-up calls see inputs prepared
+    exactly as timed calls do."""
     started = _perf_counter()
     calls = 0
     while calls < max(plan.warmup_calls, n_sets) or (_perf_counter() - started) * 1e3 < plan.warmup_ms:
-        run(calls % n_sets)
+        index = calls % n_sets
+        hooks.before(None, index)
+        output = run(index)
         sync()
+        hooks.after(None, index, output, False)
+        del output
         calls += 1
 
 
 class CallHooks:
-    """What the caller does around each sampled call, outside the timed region (here: nothing).
+    """What the caller does around each call, outside the timed region (here: nothing).
 
     `before(sample, index)` runs before the L2 flush of sample number `sample` on input set `index`
     (the worker perturbs that set's inputs); `after(sample, index, output, kept)` runs once the whole
     device has finished it, whether or not the sample was kept (the worker restores the inputs and
-    may keep the output for re-checking).
+    may keep the output for re-checking). Warm-up calls get the same hooks with `sample` None.
     """
 
-    def before(self, sample: int, index: int) -> None:
+    def before(self, sample: int | None, index: int) -> None:
         return None
 
-    def after(self, sample: int, index: int, output: Any, kept: bool) -> None:
+    def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
         return None
 
 
@@ -264,7 +272,7 @@ def measure(
 
 def _measure_cpu(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks: CallHooks) -> Measurement:
     flush = torch.empty(CPU_FLUSH_BYTES, dtype=torch.uint8) if plan.l2_state == "cold" else None
-    warm_up(run, n_sets, plan, lambda: None)
+    warm_up(run, n_sets, plan, lambda: None, hooks)
     samples: list[float] = []
     rule = StopRule(plan)
     while (stop := rule.reason()) is None:

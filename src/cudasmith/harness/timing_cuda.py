@@ -347,7 +347,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     if cold and kit is not None:
         kit.prepare_flush()
     stream = clock.current_stream()
-    warm_up(run, n_sets, plan, clock.cuda_synchronize)
+    warm_up(run, n_sets, plan, clock.cuda_synchronize, hooks)
     call = _graph_replayer(run, n_sets) if plan.launch == "graph" else run
     events = (clock.Event(enable_timing=True), clock.Event(enable_timing=True))
     recorder: ActivityRecorder | None = None

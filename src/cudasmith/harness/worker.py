@@ -13,7 +13,6 @@ against a snapshot taken before the candidate was imported.
 from __future__ import annotations
 
 import ctypes
-import random
 import signal
 import sys
 import traceback
@@ -125,35 +124,41 @@ def _check_unmodified(inputs: list[Any], pristine: list[torch.Tensor], when: str
 
 
 class TimedCalls(CallHooks):
-    """Around each timed call: fresh inputs (perturb_inputs, undone afterwards), and the outputs of a few
-    calls chosen at random (reservoir sampling, with a seed the parent chose) kept for re-checking."""
+    """Around each warm-up and timed call: fresh inputs (perturb_inputs, undone afterwards), and the
+    outputs of a few timed calls chosen at random (reservoir sampling) kept for re-checking.
+
+    Both are drawn from the OS's entropy at the moment they are needed (clock.fresh_seed): the
+    perturbation just before the call, the choice to keep its output just after it returns. Nothing
+    in the process, however much of it a candidate reads, says how a later call's inputs will be
+    perturbed or whether its output will be checked.
+    """
 
     def __init__(
         self, input_sets: list[list[Any]], device: str, request: dict[str, Any], perturb: bool
     ) -> None:
         self.input_sets = input_sets
         self.device = device
-        self.perturb_seed = request.get("perturb_seed", 0)
         self.perturb = perturb
         self.wanted = request.get("checks", 0)
-        self.chooser = random.Random(request.get("check_seed", 0))
         self.kept: list[tuple[int, int, int, list[torch.Tensor]]] = []  # (sample, set, perturbation, outputs)
         self.seen = 0
+        self.current = 0
 
-    def before(self, sample: int, index: int) -> None:
+    def before(self, sample: int | None, index: int) -> None:
         if self.perturb:
-            perturb_inputs(self.input_sets[index], self.perturb_seed + sample)
+            self.current = clock.fresh_seed()
+            perturb_inputs(self.input_sets[index], self.current)
 
-    def after(self, sample: int, index: int, output: Any, kept: bool) -> None:
+    def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
         if self.perturb:
-            perturb_inputs(self.input_sets[index], self.perturb_seed + sample)  # restores the inputs
-        if not kept or not self.wanted:
+            perturb_inputs(self.input_sets[index], self.current)  # restores the inputs
+        if sample is None or not kept or not self.wanted:
             return
         self.seen += 1
-        slot = len(self.kept) if len(self.kept) < self.wanted else self.chooser.randrange(self.seen)
+        slot = len(self.kept) if len(self.kept) < self.wanted else clock.fresh_below(self.seen)
         if slot < self.wanted:
             outputs = [o.detach().clone() for o in _as_outputs(output, self.device)]
-            entry = (sample, index, self.perturb_seed + sample, outputs)
+            entry = (sample, index, self.current, outputs)
             if slot == len(self.kept):
                 self.kept.append(entry)
             else:
