@@ -32,6 +32,7 @@ def fresh_below(n: int) -> int:
     """A number in [0, n) drawn from the OS's entropy now (bias under 2**-40 for n below 2**24)."""
     return int.from_bytes(urandom(8), "little") % n
 
+
 Event = torch.cuda.Event
 # The functions, not the attribute look-ups: `torch.cuda.Event.record = …` later changes neither.
 event_record = torch.cuda.Event.record
