@@ -52,22 +52,25 @@ def test_cupti_spans_stand_in_for_event_times_only_when_they_saw_every_sample() 
 
     records = sample(0, [("add", 61, 63)]) + sample(1000, [("add", 61, 64)])
     warnings: list[str] = []
-    assert _cupti_samples(records, True, taken(0.004, 0.005), [True, True], warnings) == [
+    assert _cupti_samples(records, True, taken(0.004, 0.005), [True, True], warnings, {}) == [
         pytest.approx(0.002),
         pytest.approx(0.003),
     ]
-    assert _cupti_samples(records, True, taken(0.004, 0.005), [False, True], warnings) == [
+    assert _cupti_samples(records, True, taken(0.004, 0.005), [False, True], warnings, {}) == [
         pytest.approx(0.003)
     ]
     assert warnings == []
+    seen: dict = {}
+    _cupti_samples(records, True, taken(0.004, 0.005), [True, True], warnings, seen)
+    assert seen == {"add": {"kind": "kernel", "ns": 5000, "calls": 2}}  # what ran, for the kernel audit
     # A sample CUPTI did not see at all: its records are incomplete, the events stand in.
-    assert _cupti_samples(records, True, taken(0.004, 0.005, 0.004), [True] * 3, warnings) is None
+    assert _cupti_samples(records, True, taken(0.004, 0.005, 0.004), [True] * 3, warnings, {}) is None
     assert "CUPTI saw 2 samples of 3" in warnings[-1]
     # Calls with no GPU work: zero, said so; unless CUDA events saw real work CUPTI missed.
     idle = sample(0, []) + sample(1000, [])
-    assert _cupti_samples(idle, True, taken(0.002, 0.002), [True, True], warnings) == [0.0, 0.0]
+    assert _cupti_samples(idle, True, taken(0.002, 0.002), [True, True], warnings, {}) == [0.0, 0.0]
     assert "no GPU work at all in 2 of 2" in warnings[-1]
-    assert _cupti_samples(idle, True, taken(0.5, 0.5), [True, True], warnings) is None
+    assert _cupti_samples(idle, True, taken(0.5, 0.5), [True, True], warnings, {}) is None
     assert "CUDA-event times used" in warnings[-1]
 
 

@@ -239,6 +239,12 @@ _compiled: dict[str, CudaKernel] = {}
 _compiled_lock = threading.Lock()
 
 
+def compiled_kernel_names() -> set[str]:
+    """The names (as compiled: extern "C" names, or mangled C++ names) of every kernel compiled here."""
+    with _compiled_lock:
+        return {kernel.lowered_name for kernel in _compiled.values()}
+
+
 def compile_cuda(
     source: str, name: str, *, options: Sequence[str] = (), arch: str | None = None
 ) -> CudaKernel:

@@ -19,11 +19,30 @@ NOT_WORK_KINDS = frozenset({"cuda_sync", "gpu_user_annotation", "cuda_profiler_r
 
 @dataclass(frozen=True)
 class Activity:
-    """One piece of GPU work: what it was and when it ran (GPU timestamps, in nanoseconds)."""
+    """One piece of GPU work: what it was and when it ran (GPU timestamps, in nanoseconds); `kind` is
+    Kineto's activity type ('kernel', 'gpu_memcpy', 'gpu_memset', …)."""
 
     name: str
     start_ns: int
     end_ns: int
+    kind: str = "kernel"
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def activity_kind(event: object) -> str:
+    """Kineto's activity type ('kernel', 'gpu_memcpy', 'cpu_op', …); older torch lacks the method, and
+    then GPU work is told apart by the names Kineto gives copies and memsets."""
+    if hasattr(event, "activity_type"):
+        return str(event.activity_type())
+    name = event.name()  # type: ignore[attr-defined]
+    if event.device_type() != clock.CUDA_DEVICE_TYPE:  # type: ignore[attr-defined]
+        return "cpu_event"
+    return (
+        "gpu_memcpy" if name.startswith("Memcpy") else "gpu_memset" if name.startswith("Memset") else "kernel"
+    )
 
 
 def _is_work(event: object) -> bool:
@@ -45,10 +64,46 @@ class ActivityRecorder:
         if results is None:
             raise RuntimeError("the profiler returned no results")
         return [
-            Activity(event.name(), event.start_ns(), event.start_ns() + event.duration_ns())
+            Activity(
+                event.name(), event.start_ns(), event.start_ns() + event.duration_ns(), activity_kind(event)
+            )
             for event in results.events()
             if event.device_type() == clock.CUDA_DEVICE_TYPE and _is_work(event)
         ]
+
+
+def work_between(
+    activities: Iterable[Activity], opening: str, ours: Iterable[str], closing: str | None = None
+) -> list[list[Activity]]:
+    """Per sample, the GPU work in it (see spans_between for how samples are delimited)."""
+    ordered = sorted(activities, key=lambda a: a.start_ns)
+    openings = [a.start_ns for a in ordered if a.name == opening]
+    closings: list[int | None] = [None] * len(openings)
+    for activity in ordered:
+        if activity.name == closing:
+            sample = bisect.bisect_right(openings, activity.start_ns) - 1
+            if sample >= 0 and closings[sample] is None:
+                closings[sample] = activity.start_ns
+    harness = {opening, *ours, *([closing] if closing else [])}
+    work: list[list[Activity]] = [[] for _ in openings]
+    for activity in ordered:
+        if activity.name in harness:
+            continue
+        sample = bisect.bisect_right(openings, activity.start_ns) - 1
+        if sample < 0:
+            continue
+        end = closings[sample]
+        if end is not None and activity.start_ns >= end:
+            continue
+        work[sample].append(activity)
+    return work
+
+
+def span_ms(work: list[Activity]) -> float | None:
+    """From the first start to the last end of some GPU work, in milliseconds; None when there is none."""
+    if not work:
+        return None
+    return (max(a.end_ns for a in work) - min(a.start_ns for a in work)) / 1e6
 
 
 def spans_between(
@@ -62,29 +117,4 @@ def spans_between(
     the caller preparing the next call's inputs, is not the call's work). Kernels named in `ours` (the
     harness's own) are not work of the call. None marks a sample in which the call did no GPU work.
     """
-    ordered = sorted(activities, key=lambda a: a.start_ns)
-    openings = [a.start_ns for a in ordered if a.name == opening]
-    closings: list[int | None] = [None] * len(openings)
-    for activity in ordered:
-        if activity.name == closing:
-            sample = bisect.bisect_right(openings, activity.start_ns) - 1
-            if sample >= 0 and closings[sample] is None:
-                closings[sample] = activity.start_ns
-    harness = {opening, *ours, *([closing] if closing else [])}
-    first: list[int | None] = [None] * len(openings)
-    last: list[int | None] = [None] * len(openings)
-    for activity in ordered:
-        if activity.name in harness:
-            continue
-        sample = bisect.bisect_right(openings, activity.start_ns) - 1
-        if sample < 0:
-            continue
-        if closings[sample] is not None and activity.start_ns >= closings[sample]:  # type: ignore[operator]
-            continue
-        start, end = first[sample], last[sample]
-        first[sample] = activity.start_ns if start is None else min(start, activity.start_ns)
-        last[sample] = activity.end_ns if end is None else max(end, activity.end_ns)
-    return [
-        None if start is None or end is None else (end - start) / 1e6
-        for start, end in zip(first, last, strict=True)
-    ]
+    return [span_ms(work) for work in work_between(activities, opening, ours, closing)]

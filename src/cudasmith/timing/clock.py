@@ -47,6 +47,10 @@ use_stream = torch.cuda.stream
 
 Profile = torch.autograd.profiler.profile
 CUDA_DEVICE_TYPE = torch.autograd.DeviceType.CUDA
+# Whether a profiler is recording in this process: a candidate that turned it off is found out with this.
+profiler_enabled = torch._C._autograd._profiler_enabled
+# A cheap named range in the profiler's records.
+RecordFunctionFast = torch._C._profiler._RecordFunctionFast
 
 compile_cuda = runtime_cuda.compile_cuda
 launch_kernel = runtime_cuda.CudaKernel.__call__

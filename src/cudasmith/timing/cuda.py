@@ -31,7 +31,7 @@ import torch
 
 from cudasmith.errors import CudasmithError
 from cudasmith.timing import clock
-from cudasmith.timing.activity import ActivityRecorder, spans_between
+from cudasmith.timing.activity import Activity, ActivityRecorder, span_ms, work_between
 from cudasmith.timing.protocol import CallHooks, Measurement, StopRule, TimingError, TimingPlan, warm_up
 
 SOURCE = r"""
@@ -283,19 +283,33 @@ def _graph_replayer(run: Callable[[int], Any], n_sets: int) -> Callable[[int], A
 
 
 def _cupti_samples(
-    activities: list[Any] | None, cold: bool, taken: list[_Sample], kept: list[bool], warnings: list[str]
+    activities: list[Activity] | None,
+    cold: bool,
+    taken: list[_Sample],
+    kept: list[bool],
+    warnings: list[str],
+    work_seen: dict[str, dict[str, Any]],
 ) -> list[float] | None:
-    """The kept samples' CUPTI spans, or None (with a warning) when the event times must stand in."""
+    """The kept samples' CUPTI spans, or None (with a warning) when the event times must stand in.
+
+    `work_seen` receives what ran in the kept samples, per name: its kind, total nanoseconds and count.
+    """
     if activities is None:
         return None
-    spans = spans_between(activities, READ if cold else BLOCKER, (BLOCKER, READ), closing=CLOSE)
-    if len(spans) != len(taken):
+    work = work_between(activities, READ if cold else BLOCKER, (BLOCKER, READ), closing=CLOSE)
+    if len(work) != len(taken):
         warnings.append(
-            f"CUPTI saw {len(spans)} samples of {len(taken)}: CUDA-event times used "
+            f"CUPTI saw {len(work)} samples of {len(taken)}: CUDA-event times used "
             "(work on other streams not counted)"
         )
         return None
-    kept_spans = [span for span, keep in zip(spans, kept, strict=True) if keep]
+    kept_work = [items for items, keep in zip(work, kept, strict=True) if keep]
+    for items in kept_work:
+        for activity in items:
+            entry = work_seen.setdefault(activity.name, {"kind": activity.kind, "ns": 0, "calls": 0})
+            entry["ns"] += activity.duration_ns
+            entry["calls"] += 1
+    kept_spans = [span_ms(items) for items in kept_work]
     kept_events = [sample.event_ms for sample, keep in zip(taken, kept, strict=True) if keep]
     empty = [event for span, event in zip(kept_spans, kept_events, strict=True) if span is None]
     if empty and len(empty) * 2 > len(kept_spans) and statistics.median(empty) >= CUPTI_BLIND_EVENT_MS:
@@ -397,7 +411,10 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         )
     kept_samples = [sample for sample, keep in zip(taken, kept, strict=True) if keep]
     event_ms = [sample.event_ms for sample in kept_samples]
-    spans = _cupti_samples(activities, cold, taken, kept, warnings) if recorder is not None else None
+    work_seen: dict[str, dict[str, Any]] = {}
+    spans = (
+        _cupti_samples(activities, cold, taken, kept, warnings, work_seen) if recorder is not None else None
+    )
     launch_ms = plan.launch_us / 1e3 if spans is not None and plan.launch_us is not None else None
     if spans is None:
         samples_ms = event_ms
@@ -423,6 +440,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         event_ms=event_ms,
         host_ms=host_ms,
         clock_mhz=[sample.clock_mhz for sample in kept_samples if sample.clock_mhz is not None],
+        work=work_seen,
         stop=stop,
         discarded=discarded,
         warnings=warnings,

@@ -66,7 +66,7 @@ L2_STATES = ("cold", "hot")
 # the host; graph: each input set's call is captured once as a CUDA graph and the graph is replayed.
 LAUNCH_MODES = ("queued", "graph")
 # Raw per-sample lists of a measurement summary (left out of verdicts unless asked for).
-RAW_KEYS = ("samples_ms", "span_ms", "event_ms", "host_ms", "clock_mhz")
+RAW_KEYS = ("samples_ms", "span_ms", "event_ms", "host_ms", "clock_mhz", "work")
 
 
 class TimingError(CudasmithError):
@@ -146,6 +146,8 @@ class Measurement:
     stop: str = ""
     discarded: int = 0
     warnings: list[str] = field(default_factory=list)
+    # What ran in the kept samples (GPU only), per name: {"kind", "ns" in total, "calls"}.
+    work: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def median_ms(self) -> float:
@@ -175,6 +177,7 @@ class Measurement:
             "discarded": self.discarded,
             "warnings": self.warnings,
             "plan": asdict(self.plan),
+            "work": self.work,
             "span_median_ms": statistics.median(self.span_ms) if self.span_ms else None,
             "event_median_ms": statistics.median(self.event_ms) if self.event_ms else None,
             "host_median_ms": statistics.median(self.host_ms) if self.host_ms else None,
