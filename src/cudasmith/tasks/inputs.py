@@ -47,9 +47,12 @@ def make_init_inputs(module: ModuleType, config: dict[str, Any], seed: int) -> l
 
 
 def make_inputs(module: ModuleType, config: dict[str, Any], seed: int, device: str) -> list[Any]:
-    """Forward arguments under one config and seed, on `device`."""
+    """Forward arguments under one config and seed, made on `device` (a problem's factory calls allocate
+    there directly; what it makes elsewhere is moved). Processes on the same device get the same values."""
     seed_everything(seed)
-    return [to_device(v, device) for v in module.get_inputs(**config)]
+    with torch.device(device):
+        values = module.get_inputs(**config)
+    return [to_device(v, device) for v in values]
 
 
 def build_model(cls: type, init_inputs: list[Any], seed: int, device: str) -> Any:
@@ -108,19 +111,6 @@ def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any
     return description
 
 
-# Per float format: its integer view, the bits of its exponent, and the mantissa bit a perturbation
-# flips. Flipping it moves a value by 2.4e-4 to 4.9e-4 of itself (float32), 1.6 to 3.1 % (float16),
-# 6 to 12 % (bfloat16), 4.8e-7 to 9.5e-7 (float64): a few times the elementwise tolerance of
-# harness/check.py, so an output computed for other inputs (a cached one) fails the comparison, while
-# every input keeps its sign, exponent and finiteness.
-_FLOAT_BITS = {
-    torch.float64: (torch.int64, 0x7FF0000000000000, 32),
-    torch.float32: (torch.int32, 0x7F800000, 12),
-    torch.float16: (torch.int16, 0x7C00, 5),
-    torch.bfloat16: (torch.int16, 0x7F80, 4),
-}
-
-
 def input_tensors(values: list[Any]) -> list[torch.Tensor]:
     """The tensors among `values`, also inside lists and tuples, in order."""
     found: list[torch.Tensor] = []
@@ -144,26 +134,6 @@ def replace_tensors(values: list[Any], tensors: list[torch.Tensor]) -> list[Any]
         return value
 
     return [swap(v) for v in values]
-
-
-def perturb_inputs(inputs: list[Any], seed: int) -> None:
-    """Move a random half of the normal floating input values by a small fraction of themselves, in place.
-
-    Every timed call then sees inputs no earlier call saw: a result cached by address, shape or call
-    count is detectably wrong when checked, and one cached by the input values is never found. Values
-    keep their sign and exponent, so inputs stay valid. Zero, subnormals, infinities and NaN are left
-    alone, which makes the change its own inverse: a second call with the same seed restores the
-    inputs bit for bit.
-    """
-    for index, tensor in enumerate(input_tensors(inputs)):
-        if tensor.dtype not in _FLOAT_BITS:
-            continue
-        int_dtype, exponent_bits, bit = _FLOAT_BITS[tensor.dtype]
-        generator = torch.Generator(device=tensor.device).manual_seed(derive_seed(seed, index) % 2**63)
-        flip = torch.randint(0, 2, tensor.shape, generator=generator, device=tensor.device, dtype=int_dtype)
-        exponent = tensor.view(int_dtype) & exponent_bits
-        flip.mul_(((exponent != 0) & (exponent != exponent_bits)).to(int_dtype) << bit)
-        tensor.view(int_dtype).bitwise_xor_(flip)
 
 
 def drawn_inputs(inputs: list[Any], seed: int) -> list[Any]:
