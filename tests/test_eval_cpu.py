@@ -137,7 +137,7 @@ def test_a_compile_error_keeps_the_whole_compiler_log() -> None:
 
 
 def test_a_forward_that_never_returns_times_out_and_is_killed() -> None:
-    verdict = quick("loops_forever.py", call_timeout_s=5.0)
+    verdict = quick("loops_forever.py", call_timeout_s=5.0, first_call_extra_s=0.0)
     assert verdict.status == "timeout"
     assert "no answer within 5 s" in verdict.reason
 

@@ -13,8 +13,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "evaluate": "cudasmith.api",
+    "Judge": "cudasmith.harness.session",
+    "Status": "cudasmith.harness.verdict",
     "ask": "cudasmith.search.ask",
-    "EvalOptions": "cudasmith.harness.runner",
+    "EvalOptions": "cudasmith.harness.options",
     "Verdict": "cudasmith.harness.verdict",
     "ConfigResult": "cudasmith.harness.verdict",
     "Problem": "cudasmith.tasks.problem",

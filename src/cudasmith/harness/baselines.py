@@ -1,25 +1,28 @@
 """Baselines: eager PyTorch, torch.compile (default, and max-autotune-no-cudagraphs) and the task's EXPERT.
 
-They are timed by the candidates' protocol (same plan, same rotation of input sets, same device), in a
-worker process of their own so that a slow or failing compilation costs that baseline only, and once
-per task, config, device and software versions: the result is cached on disk, so a bench over many
-candidates times each baseline once.
+A speedup is a ratio measured side by side, so baselines are timed in the session that times the
+candidates, by their protocol (same plan, same rotation and perturbation of input sets, same device),
+in a worker of their own so that a slow or failing compilation costs that baseline only. Each is timed
+before the first candidate needs it and again every DRIFT_EVERY_CANDIDATES candidates or DRIFT_EVERY_S
+seconds; a move beyond DRIFT_TOLERANCE is reported, and speedups use the latest measurement. A time
+from another session (kept on disk) is shown beside it and seeds nothing but the call limits: it never
+replaces a measurement, and a noisy one is not kept.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from cudasmith.errors import UsageError
+from cudasmith.harness.messages import TimeSpec
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
-from cudasmith.tasks.problem import Problem
-from cudasmith.timing.protocol import TimingPlan
 
 BASELINES = {
     "eager": "eager PyTorch",
@@ -28,23 +31,20 @@ BASELINES = {
     "expert": "expert",
 }
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
-DEFAULT_CUDA = ("eager", "compile", "compile-max-autotune", "expert")
+# max-autotune benchmarks many kernels for every operator (minutes per config): asked for, not by default.
+DEFAULT_CUDA = ("eager", "compile", "expert")
 # On the CPU, torch.compile builds C++ for each config (tens of seconds): asked for, not by default.
 DEFAULT_CPU = ("eager", "expert")
-# Starting the baseline worker, and timing one baseline on one config with its compilation
-# (max-autotune benchmarks many kernels for every operator).
+# Starting the baseline worker, and timing one baseline on one config with its compilation.
 LOAD_TIMEOUT_S = 300.0
 BASELINE_TIMEOUT_S = 1800.0
-
-
-def _launch_us(device: str, name: Any) -> float | None:
-    """The launch cost (µs) GPU times include here, None where there is none."""
-    if not device.startswith("cuda") or not isinstance(name, str):
-        return None
-    from cudasmith.device.launch_cost import load_launch_cost
-
-    cost = load_launch_cost(name)
-    return cost.launch_us if cost is not None else None
+# Re-time a config's baselines after this many candidates were timed against them, or this long.
+DRIFT_EVERY_CANDIDATES = 8
+DRIFT_EVERY_S = 300.0
+# A baseline whose median moved by more than this (and more than its confidence intervals allow) drifted.
+DRIFT_TOLERANCE = 0.05
+# A measurement whose median's relative standard error exceeds this is too noisy to keep on disk.
+NOISY_REL_STDERR = 0.02
 
 
 def default_baselines(device: str) -> tuple[str, ...]:
@@ -80,49 +80,66 @@ def build_baseline(name: str, problem: ModuleType, expert: Callable[[type], Any]
     raise ValueError(f"unknown baseline {name!r}")
 
 
-def _now() -> str:
+def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-class BaselineTimer:
-    """Times a problem's baselines on its configs, from the cache when it can (parent side)."""
+@dataclass
+class BaselineTime:
+    """One baseline on one config as this session measured it (or why it could not)."""
+
+    name: str
+    measurement: dict[str, Any] | None = None
+    error: str | None = None
+    measured_at: str = ""
+    measured_monotonic: float = 0.0
+    candidates_since: int = 0
+    # The same baseline from an earlier session (never used for a speedup): median and when.
+    previous: dict[str, Any] | None = None
+    drift: str | None = None
+    history_ms: list[float] = field(default_factory=list)
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.measurement["median_ms"] if self.measurement else None
+
+    def entry(self) -> dict[str, Any]:
+        """What a verdict says of it: time, interval, method, how and when it was measured."""
+        if self.measurement is None:
+            return {"error": self.error or "not timed"}
+        found = {
+            "time_ms": self.measurement["median_ms"],
+            "ci95_ms": self.measurement["ci95_ms"],
+            "method": self.measurement["method"],
+            "measured": "in this session, by the candidates' protocol",
+            "measured_at": self.measured_at,
+            "times_measured": len(self.history_ms),
+        }
+        if self.previous is not None:
+            found["previous_session"] = self.previous
+        if self.drift is not None:
+            found["drift"] = self.drift
+        return found
+
+
+class SessionBaselines:
+    """The baselines of one session: a worker that times them, and what it measured, per config."""
 
     def __init__(
         self,
-        problem: Problem,
-        device: str,
+        start_worker: Callable[[], WorkerProcess],
         names: tuple[str, ...],
-        plan: TimingPlan,
         identity: dict[str, Any],
-        use_cache: bool = True,
     ) -> None:
-        self.problem = problem
-        self.device = device
-        self.names = tuple(n for n in names if n != "expert" or problem.expert)
-        self.plan = plan
-        # Device name and software versions: what else a cached timing depends on; on a GPU also the
-        # calibrated launch cost that GPU times include (a calibration makes earlier times stale).
-        self.identity = identity
-        self.launch_us = _launch_us(device, identity.get("device"))
-        self.use_cache = use_cache
+        self._start_worker = start_worker
+        self.names = names
+        self.identity = identity  # problem, device, versions and plan: what a time on disk depends on
         self._worker: WorkerProcess | None = None
-
-    def _path(self, name: str, config: dict[str, Any]) -> Any:
-        key = content_key(
-            self.problem.source_hash,
-            json.dumps(config, sort_keys=True),
-            name,
-            json.dumps(self.identity, sort_keys=True),
-            json.dumps(asdict(self.plan), sort_keys=True),
-            repr(self.launch_us),
-        )
-        return cache_dir("baselines") / f"{key}.json"
+        self.times: dict[tuple[str, int], BaselineTime] = {}
 
     def _spawn(self) -> WorkerProcess:
         if self._worker is None or not self._worker.alive:
-            worker = WorkerProcess(
-                {"problem": str(self.problem.path), "device": self.device, "role": "reference"}
-            )
+            worker = self._start_worker()
             try:
                 reply, _ = worker.request({"op": "load"}, LOAD_TIMEOUT_S, "loading the problem for baselines")
             except WorkerFailure:
@@ -131,50 +148,101 @@ class BaselineTimer:
             if not reply.get("ok"):
                 worker.close()
                 raise WorkerFailure(
-                    "runtime_error", reply.get("reason", "the baseline worker failed to load")
+                    reply.get("status", "runtime_error"), reply.get("reason", "failed to load")
                 )
             self._worker = worker
         return self._worker
 
-    def _measure(self, name: str, request: dict[str, Any], label: str) -> dict[str, Any]:
-        what = f"timing {BASELINES[name]} on {label}"
+    def _path(self, name: str, config: dict[str, Any]) -> Any:
+        key = content_key(json.dumps(config, sort_keys=True), name, json.dumps(self.identity, sort_keys=True))
+        return cache_dir("baselines") / f"{key}.json"
+
+    def _stale(self, found: BaselineTime) -> bool:
+        return (
+            found.candidates_since >= DRIFT_EVERY_CANDIDATES
+            or time.monotonic() - found.measured_monotonic >= DRIFT_EVERY_S
+        )
+
+    def previous_ms(self, config: dict[str, Any]) -> float | None:
+        """Eager PyTorch's time from an earlier session, if kept: a seed for call limits, nothing more."""
         try:
-            reply, _ = self._spawn().request({**request, "baseline": name}, BASELINE_TIMEOUT_S, what)
+            return float(json.loads(self._path("eager", config).read_text())["median_ms"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def for_config(
+        self, spec: TimeSpec, label: str, progress: Callable[[str], None] | None = None
+    ) -> dict[str, BaselineTime]:
+        """Every baseline of one config, timed now when this session has no fresh measurement of it."""
+        found = {}
+        for name in self.names:
+            key = (name, spec.config_index)
+            current = self.times.get(key)
+            if current is None or self._stale(current):
+                if progress is not None:
+                    progress(f"timing {BASELINES[name]} on {label}")
+                current = self._measure(name, spec, label, current)
+                self.times[key] = current
+            current.candidates_since += 1
+            found[name] = current
+        return found
+
+    def _measure(self, name: str, spec: TimeSpec, label: str, before: BaselineTime | None) -> BaselineTime:
+        what = f"timing {BASELINES[name]} on {label}"
+        result = BaselineTime(name)
+        if before is not None:
+            result.history_ms = list(before.history_ms)
+            result.previous = before.previous
+        try:
+            reply, _ = self._spawn().request(
+                {"op": "time", "time": {**spec.to_dict(), "baseline": name, "checks": 0}},
+                BASELINE_TIMEOUT_S,
+                what,
+            )
         except WorkerFailure as failure:
             self.close()
-            return {"error": str(failure)}
+            result.error = str(failure)
+            return result
         if not reply.get("ok"):
-            return {"error": reply.get("reason", "failed")}
-        return {"measurement": reply["measurement"], "measured_at": _now()}
-
-    def time(
-        self,
-        config: dict[str, Any],
-        request: dict[str, Any],
-        label: str,
-        progress: Callable[[str], None] | None = None,
-    ) -> dict[str, dict[str, Any]]:
-        """Each baseline's entry for one config: {'measurement': summary} or {'error': reason}, with 'cached'."""
-        results = {}
-        for name in self.names:
-            path = self._path(name, config)
-            if self.use_cache and path.is_file():
-                try:
-                    results[name] = {**json.loads(path.read_text()), "cached": True}
-                    continue
-                except ValueError:
-                    path.unlink(missing_ok=True)
-            if progress is not None:
-                progress(f"timing {BASELINES[name]}")
-            entry = self._measure(name, request, label)
-            # Eager PyTorch must time; its failure is the harness's and is not remembered.
-            if "error" not in entry or name != "eager":
-                write_atomically(path, json.dumps(entry).encode())
-            results[name] = {**entry, "cached": False}
-        return results
+            result.error = reply.get("reason", "failed")
+            return result
+        measurement = reply["measurement"]
+        result.measurement = measurement
+        result.measured_at = now_iso()
+        result.measured_monotonic = time.monotonic()
+        result.history_ms.append(measurement["median_ms"])
+        if before is not None and before.measurement is not None:
+            result.drift = _drift(before.measurement, measurement)
+        path = self._path(name, spec.config)
+        if result.previous is None:
+            try:
+                kept = json.loads(path.read_text())
+                result.previous = {"time_ms": kept["median_ms"], "measured_at": kept["measured_at"]}
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        if measurement.get("rel_stderr", 1.0) <= NOISY_REL_STDERR:
+            kept = {"median_ms": measurement["median_ms"], "measured_at": result.measured_at}
+            write_atomically(path, json.dumps(kept).encode())
+        return result
 
     def close(self) -> None:
         """Stop the baseline worker, if one runs."""
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+
+
+def _drift(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """How far a baseline moved between two measurements of this session, when beyond noise."""
+    old, new = before["median_ms"], after["median_ms"]
+    if old <= 0:
+        return None
+    change = new / old - 1
+    low_old, high_old = before["ci95_ms"]
+    low_new, high_new = after["ci95_ms"]
+    overlap = low_new <= high_old and low_old <= high_new
+    if abs(change) > DRIFT_TOLERANCE and not overlap:
+        return (
+            f"moved {change:+.1%} since its previous measurement in this session ({old:.4g} → {new:.4g} ms)"
+        )
+    return None

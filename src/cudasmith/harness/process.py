@@ -20,6 +20,8 @@ from typing import IO, Any
 import torch
 
 from cudasmith.harness import protocol
+from cudasmith.harness.transfer import sweep_shared
+from cudasmith.harness.verdict import Status
 
 # Output kept from a worker's stdout and stderr: its start and its end (the rest is counted, not kept).
 OUTPUT_HEAD_BYTES = 4 * 1024
@@ -34,12 +36,15 @@ TOKEN_ENV = "CUDASMITH_WORKER_TOKEN"
 MALLOC_PERTURB_BYTE = 0xA5
 # Environment variables that look like credentials never reach candidate code.
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.I)
+# What PyTorch's profiler (Kineto) prints on stderr each time it starts and stops: the judge's, not the
+# solution's output, so it is left out of what a verdict shows.
+PROFILER_LOG_LINE = re.compile(r"^(USDT|STAGE):\d{4}-\d\d-\d\d [^\n]*\.cpp:\d+\] [^\n]*\n?", re.M)
 
 
 class WorkerFailure(Exception):
     """A request that got no proper answer: the worker timed out, died, or broke the protocol."""
 
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: Status, reason: str) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
@@ -65,18 +70,22 @@ class OutputCapture:
         stream.close()
 
     def text(self) -> str:
-        """What was kept, with a marker where bytes were dropped."""
+        """What was kept, with a marker where bytes were dropped (the profiler's own log lines left out)."""
         self._thread.join(timeout=1.0)
         head, tail = bytes(self.head), bytes(self.tail)
         overlap = len(head) + len(tail) - self.total
         if overlap >= 0:
-            return (head + tail[overlap:]).decode(errors="replace")
-        return f"{head.decode(errors='replace')}\n[… {-overlap} bytes not kept …]\n{tail.decode(errors='replace')}"
+            text = (head + tail[overlap:]).decode(errors="replace")
+        else:
+            text = f"{head.decode(errors='replace')}\n[… {-overlap} bytes not kept …]\n{tail.decode(errors='replace')}"
+        return PROFILER_LOG_LINE.sub("", text)
 
 
-def _worker_env(token: str, role: str, defences: bool) -> dict[str, str]:
+def _worker_env(token: str, role: str, defences: bool, gpu_index: int | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
     env["CUDASMITH_WORKER"] = role
+    if gpu_index is not None:  # the worker sees that one GPU, as cuda:0
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
     # Every process the worker starts inherits this; a sweep kills whatever carries it at the end.
     env[TOKEN_ENV] = token
     if role == "candidate" and defences:
@@ -120,12 +129,15 @@ class WorkerProcess:
 
     _ids = itertools.count(1)
 
-    def __init__(self, setup: dict[str, Any], memory_limit: int | None = None) -> None:
+    def __init__(
+        self, setup: dict[str, Any], memory_limit: int | None = None, gpu_index: int | None = None
+    ) -> None:
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         status_read, status_write = os.pipe()
         self.token = secrets.token_hex(16)
         self.role = setup["role"]
+        self.started = time.monotonic()
         worker_fds = f"{request_read},{reply_write}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cudasmith.harness.supervisor", str(status_write),
@@ -136,7 +148,7 @@ class WorkerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env=_worker_env(self.token, self.role, setup.get("defences", True)),
+            env=_worker_env(self.token, self.role, setup.get("defences", True), gpu_index),
         )  # fmt: skip
         for fd in (request_read, reply_write, status_write):
             os.close(fd)
@@ -150,7 +162,7 @@ class WorkerProcess:
         self.received = 0
         self.stray = 0
         self.alive = True
-        protocol.send(self.requests, setup)
+        protocol.send(self.requests, {**setup, "token": self.token})
 
     def _read_status(self, fd: int) -> None:
         with os.fdopen(fd) as status:
@@ -173,18 +185,22 @@ class WorkerProcess:
         """The answer to one request, or a WorkerFailure after killing the worker."""
         if not self.replies.poll(timeout_s):
             self.kill()
-            raise WorkerFailure("timeout", f"no answer within {timeout_s:g} s while {what} (worker killed)")
+            raise WorkerFailure(
+                Status.TIMEOUT, f"no answer within {timeout_s:g} s while {what} (worker killed)"
+            )
         try:
             header, tensors = protocol.receive(self.replies)
         except EOFError:
             raise self._death(what) from None
         except protocol.ProtocolError as exc:
             self.kill()
-            raise WorkerFailure("rejected", f"garbage on the result channel while {what}: {exc}") from None
+            raise WorkerFailure(
+                Status.REJECTED, f"garbage on the result channel while {what}: {exc}"
+            ) from None
         self.received += 1
         if header.get("id") != request_id:
             self.kill()
-            raise WorkerFailure("rejected", f"an answer to a request never made arrived while {what}")
+            raise WorkerFailure(Status.REJECTED, f"an answer to a request never made arrived while {what}")
         return header, tensors
 
     def request(
@@ -200,13 +216,13 @@ class WorkerProcess:
         if reply.get("sent") != self.received:
             self.kill()
             raise WorkerFailure(
-                "rejected",
+                Status.REJECTED,
                 f"{self.received} answers arrived but the worker sent {reply.get('sent')}: forged results",
             )
         if not reply.get("ok"):
             self.kill()
             raise WorkerFailure(
-                reply.get("status", "rejected"), reply.get("reason", "the worker refused to finish")
+                Status.parse(reply.get("status")), reply.get("reason", "the worker refused to finish")
             )
 
     def _death(self, what: str) -> WorkerFailure:
@@ -214,17 +230,21 @@ class WorkerProcess:
         self.kill()
         code = self.status("exit")
         if code is None:
-            return WorkerFailure("rejected", f"the worker's supervisor was killed while {what}")
+            return WorkerFailure(Status.REJECTED, f"the worker's supervisor was killed while {what}")
         if self.status("over_memory"):
-            return WorkerFailure("runtime_error", f"killed while {what}: host memory over the worker's limit")
+            return WorkerFailure(
+                Status.RUNTIME_ERROR, f"killed while {what}: host memory over the worker's limit"
+            )
         if code < 0:
             name = signal.Signals(-code).name
             detail = " (segmentation fault)" if name == "SIGSEGV" else ""
-            return WorkerFailure("runtime_error", f"the worker died while {what}: killed by {name}{detail}")
+            return WorkerFailure(
+                Status.RUNTIME_ERROR, f"the worker died while {what}: killed by {name}{detail}"
+            )
         last = [line for line in self.stderr.text().strip().splitlines() if line.strip()]
         hint = f"; last stderr line: {last[-1][:200]}" if last else ""
         return WorkerFailure(
-            "rejected", f"the solution ended the worker (exit code {code}) while {what}{hint}"
+            Status.REJECTED, f"the solution ended the worker (exit code {code}) while {what}{hint}"
         )
 
     def kill(self) -> None:
@@ -244,6 +264,7 @@ class WorkerProcess:
             self.process.wait()
         self._status_thread.join(timeout=1.0)
         self.stray = sweep(self.token)
+        sweep_shared(self.token)
         self.requests.close()
         self.replies.close()
 

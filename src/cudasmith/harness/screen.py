@@ -1,10 +1,11 @@
 """The static screen: a cheap first gate that reads a solution's source without running it.
 
-It refuses constructs no honest kernel needs and that cheating needs: scavenging the interpreter's
-objects or frames, starting processes or threads, ending the process, writing to raw file
-descriptors, networking, and assigning to attributes of torch, time, triton or cudasmith (patching).
-It is only a first gate: every behaviour it looks for is also caught at run time by the harness's
-own mechanisms, whatever the spelling.
+It refuses constructs no honest kernel needs and that cheating needs, spelled plainly: scavenging the
+interpreter's objects or frames, starting processes or threads, ending the process, writing to raw file
+descriptors, networking, handling signals, assigning to attributes of torch, time, triton or cudasmith
+(patching), and, where PyTorch compute is refused, torch.compile. It reads names, so a name built at run
+time passes it: it is a cheap first gate that gives a clear reason early, not a defence. The defences
+are at run time (audit.py, observe.py, tamper.py and the worker's checks).
 """
 
 from __future__ import annotations
@@ -43,15 +44,13 @@ FORBIDDEN_CALLS = {
     "exit": "ending the worker",
     "quit": "ending the worker",
 }
-# Where PyTorch compute is refused: ways to run PyTorch's kernels that the run-time operator recorder
-# does not see, because they replay or compile operators recorded earlier (CUDA graphs, torch.compile).
+# Where PyTorch compute is refused: torch.compile builds PyTorch's compute into kernels of its own. (A
+# CUDA graph is allowed: replaying the solution's own kernels is honest, and the kernel audit at run time
+# sees what a graph replays.)
 HIDDEN_TORCH = {
     "torch.compile": "PyTorch compute compiled by torch.compile",
     "torch._dynamo": "PyTorch compute compiled by torch.compile",
     "torch._inductor": "PyTorch compute compiled by torch.compile",
-    "torch.cuda.graph": "PyTorch compute replayed from a CUDA graph",
-    "torch.cuda.CUDAGraph": "PyTorch compute replayed from a CUDA graph",
-    "torch.cuda.make_graphed_callables": "PyTorch compute replayed from a CUDA graph",
 }
 PATCHABLE_ROOTS = {
     "torch",
@@ -102,8 +101,7 @@ def _module_finding(name: str, line: int) -> Finding | None:
 
 def screen(source: str, torch_compute_allowed: bool = False) -> Finding | None:
     """The first forbidden construct in `source`, or None. Source that does not parse passes here
-    (the worker reports it as a compile error). Where PyTorch compute is refused, so are CUDA graphs
-    and torch.compile."""
+    (the worker reports it as a compile error). Where PyTorch compute is refused, so is torch.compile."""
     try:
         tree = ast.parse(source)
     except SyntaxError:

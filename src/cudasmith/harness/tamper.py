@@ -1,16 +1,18 @@
-"""Tamper detection inside the worker: what the candidate must not replace, and threads it must not leave.
+"""Tamper detection inside the worker: what the candidate must not replace, and what it must not leave behind.
 
-The worker takes a snapshot before any candidate code is imported: the identity of every function
-and class the harness relies on (its own modules, the comparison and timing functions of torch and
-time). Afterwards it checks that each name still refers to the same object. The harness itself calls
-the objects it captured, so a replacement changes nothing it measures; the check makes the attempt
-visible as a verdict.
+The worker takes a snapshot before any candidate code is imported: the identity of every name the
+judge relies on (its own modules and classes, the comparison and timing functions of torch and time),
+the threads alive and the signal handlers. Afterwards, after every call of the candidate (timed calls
+included), it checks that each name still refers to the same object: a replacement that the candidate
+installs for a while and removes later is caught while it is in place. The judge itself calls the
+objects it captured, so a replacement changes nothing it measures; the check makes the attempt visible.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -23,9 +25,14 @@ WATCHED = (
     ("torch", "isclose"),
     ("torch", "equal"),
     ("torch", "eq"),
+    ("torch", "randint"),
+    ("torch", "Generator"),
     ("torch.Tensor", "__eq__"),
     ("torch.Tensor", "__ne__"),
     ("torch.Tensor", "data_ptr"),
+    ("torch.Tensor", "clone"),
+    ("torch.Tensor", "copy_"),
+    ("torch.Tensor", "view"),
     ("torch.testing", "assert_close"),
     ("torch.cuda", "synchronize"),
     ("torch.cuda", "Event"),
@@ -33,10 +40,12 @@ WATCHED = (
     ("torch.cuda.Event", "elapsed_time"),
     ("torch.cuda.Event", "synchronize"),
     ("torch.cuda", "current_stream"),
+    ("torch.autograd.profiler", "profile"),
     ("time", "perf_counter"),
     ("time", "perf_counter_ns"),
     ("time", "monotonic"),
     ("time", "time"),
+    ("os", "urandom"),
     ("json", "dumps"),
     ("builtins", "type"),
     ("builtins", "isinstance"),
@@ -54,53 +63,62 @@ HARNESS_PACKAGES = (
 
 
 def _resolve(dotted: str, attribute: str) -> Any:
-    """`torch.cuda.Event` + `record`: import the longest importable prefix, then walk attributes."""
+    """`torch.cuda` + `Event`: the attribute of a module, or of a class inside one."""
     try:
-        owner = importlib.import_module(dotted)
+        owner = importlib.import_module(f"{dotted}.{attribute}")
+        return owner
+    except ImportError:
+        pass
+    try:
+        return getattr(importlib.import_module(dotted), attribute)
     except ImportError:
         module, _, name = dotted.rpartition(".")
-        owner = getattr(importlib.import_module(module), name)
-    return getattr(owner, attribute)
+        return getattr(getattr(importlib.import_module(module), name), attribute)
 
 
-def _harness_members() -> dict[str, Any]:
-    members: dict[str, Any] = {}
+def _namespaces() -> list[tuple[str, Any]]:
+    """The judge's own namespaces: each harness module's dict and each of its classes' dicts."""
+    found: list[tuple[str, Any]] = []
     for name, module in list(sys.modules.items()):
-        if not isinstance(module, ModuleType) or not name.startswith(HARNESS_PACKAGES):
+        spec = getattr(module, "__spec__", None)
+        real_name = spec.name if name == "__main__" and spec is not None else name  # the worker's own module
+        if not isinstance(module, ModuleType) or not real_name.startswith(HARNESS_PACKAGES):
             continue
+        found.append((name, vars(module)))
         for attribute, value in list(vars(module).items()):
-            if callable(value) and not attribute.startswith("__"):
-                members[f"{name}.{attribute}"] = value
-                if isinstance(value, type) and value.__module__ == name:
-                    for method, function in list(vars(value).items()):
-                        if callable(function):
-                            members[f"{name}.{attribute}.{method}"] = function
-    return members
+            if isinstance(value, type) and value.__module__ == name:
+                found.append((f"{name}.{attribute}", value.__dict__))
+    return found
 
 
 class Snapshot:
-    """Identities of watched objects and the threads alive, taken before candidate code runs."""
+    """Identities of watched objects, threads and signal handlers, taken before candidate code runs."""
 
     def __init__(self) -> None:
-        self.watched = {}
+        # (label, owner, attribute, value): the owner resolved once, so a check is one getattr.
+        self.watched: list[tuple[str, Any, str, Any]] = []
         for module, attribute in WATCHED:
             with contextlib.suppress(ImportError, AttributeError):
-                self.watched[f"{module}.{attribute}"] = _resolve(module, attribute)
-        self.harness = _harness_members()
+                owner = _resolve(*module.rsplit(".", 1)) if "." in module else importlib.import_module(module)
+                self.watched.append((f"{module}.{attribute}", owner, attribute, getattr(owner, attribute)))
+        # (label, namespace, key, value): every callable in the judge's namespaces, checked by identity.
+        self.entries: list[tuple[str, Any, str, Any]] = [
+            (f"{label}.{key}", namespace, key, value)
+            for label, namespace in _namespaces()
+            for key, value in list(namespace.items())
+            if callable(value) and not key.startswith("__")
+        ]
         self.threads = {t.ident for t in threading.enumerate()}
+        self.signals = {number: signal.getsignal(number) for number in signal.valid_signals()}
 
     def tampered(self) -> list[str]:
-        """Names now bound to other objects than at the snapshot."""
-        changed = []
-        for name, original in self.watched.items():
-            module, attribute = name.rsplit(".", 1)
-            try:
-                if _resolve(module, attribute) is not original:
-                    changed.append(name)
-            except (AttributeError, ImportError):
-                changed.append(name)
-        current = _harness_members()
-        changed += [name for name, value in self.harness.items() if current.get(name) is not value]
+        """Names now bound to other objects than at the snapshot (fast enough to run after every call)."""
+        changed = [label for label, namespace, key, value in self.entries if namespace.get(key) is not value]
+        changed += [
+            label
+            for label, owner, attribute, value in self.watched
+            if getattr(owner, attribute, None) is not value
+        ]
         for module, attribute, package in WATCHED_BY_ORIGIN:
             loaded = sys.modules.get(module)
             function = getattr(loaded, attribute, None) if loaded else None
@@ -111,6 +129,15 @@ class Snapshot:
     def new_threads(self) -> list[str]:
         """Threads alive now that were not at the snapshot."""
         return [t.name for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
+
+    def new_signal_handlers(self) -> list[str]:
+        """Signals whose handler changed (a handler runs between the judge's calls and sees its frame)."""
+        changed = []
+        for number, handler in self.signals.items():
+            with contextlib.suppress(ValueError, OSError):
+                if signal.getsignal(number) is not handler:
+                    changed.append(signal.Signals(number).name)
+        return changed
 
 
 def _defined_in(function: Any, package: str) -> bool:

@@ -1,26 +1,58 @@
-"""The verdict: what the judge says of one candidate, as data and as the JSON of DESIGN.md."""
+"""The verdict: what the judge says of one candidate on one problem, as data and as the JSON of DESIGN.md."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
 from typing import Any
 
+from cudasmith.errors import UsageError
 from cudasmith.timing.protocol import RAW_KEYS
 
-STATUSES = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout")
+
+class Status(str, Enum):
+    """A verdict's status (a string: `Status.CORRECT == "correct"`, and JSON writes its value)."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    REJECTED = "rejected"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: object, default: Status | None = None) -> Status:
+        """The status a worker reported; one that is not a status at all is a rejection (a forged reply)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return default or cls.REJECTED
+
+
+STATUSES = tuple(status.value for status in Status)
 # When configs disagree, the verdict takes the status that comes first here.
-PRECEDENCE = ("timeout", "compile_error", "rejected", "runtime_error", "incorrect", "correct")
+PRECEDENCE = (
+    Status.TIMEOUT,
+    Status.COMPILE_ERROR,
+    Status.REJECTED,
+    Status.RUNTIME_ERROR,
+    Status.INCORRECT,
+    Status.CORRECT,
+)
 
 
 @dataclass
 class ConfigResult:
-    """One config's outcome: correctness over its seeds, then (when correct) times against the baseline."""
+    """One config's outcome: correctness over its input sets, then (when correct) times against baselines."""
 
     index: int
     config: dict[str, Any] | str
     hidden: bool
-    status: str = "correct"
+    status: Status = Status.CORRECT
     reason: str = ""
     seeds_checked: int = 0
     rel_err: float | None = None
@@ -35,15 +67,20 @@ class ConfigResult:
     # Work, speed of light and floor of this config (roofline.Roofline), and how close the time came.
     roofline: dict[str, Any] | None = None
     sol_pct: float | None = None
-    # Per baseline: time_ms, ci95_ms, speedup (baseline time over the candidate's), sol_pct; or error.
+    # Per baseline: time_ms, ci95_ms, speedup (baseline time over the candidate's), sol_pct, how and when
+    # it was measured; or an error.
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Share of the candidate's GPU time (CPU time on the CPU) in its own kernels while timed.
+    own_share: float | None = None
+    # Timed calls whose outputs were re-checked against the reference.
+    checked_calls: int = 0
 
 
 @dataclass
 class Verdict:
     """The judge's answer for one candidate on one problem."""
 
-    status: str
+    status: Status
     reason: str
     task: str
     solution: str
@@ -59,7 +96,13 @@ class Verdict:
     peaks: dict[str, Any] | None = None
     dtype: str | None = None
     wall_s: float = 0.0
+    # The session's secret seed: `--seed` with it draws the same input sets again.
+    seed: int | None = None
+    # Time limits this candidate ran under, in seconds.
+    limits: dict[str, float] = field(default_factory=dict)
     torch_ops: dict[str, int] = field(default_factory=dict)
+    # Share of the candidate's timed GPU (or CPU) time in its own kernels, over all timed configs.
+    own_share: float | None = None
     isolation: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     artifacts: dict[str, str] = field(default_factory=dict)
@@ -72,18 +115,37 @@ class Verdict:
     @property
     def correct(self) -> bool:
         """True when every config checked came out correct."""
-        return self.status == "correct"
+        return self.status == Status.CORRECT
 
     def to_dict(self, samples: bool = False) -> dict[str, Any]:
         """The JSON form; raw timing samples only when asked for."""
         data = asdict(self)
-        if not samples:
-            for config in data["configs"]:
+        data["status"] = str(self.status)
+        for config in data["configs"]:
+            config["status"] = str(config["status"])
+            if not samples:
                 for key in ("timing", "baseline_timing"):
                     for raw in RAW_KEYS:
                         if config[key]:
                             config[key].pop(raw, None)
         return _finite(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        """A Verdict from its JSON form (what `cudasmith eval --json` prints); unknown keys are ignored."""
+        if not isinstance(data, dict) or data.get("status") not in STATUSES or "reason" not in data:
+            raise UsageError("not a verdict: a JSON object with a known 'status' and a 'reason' is expected")
+        config_fields = {f.name for f in fields(ConfigResult)}
+        configs = []
+        for entry in data.get("configs", []):
+            values = {k: v for k, v in entry.items() if k in config_fields}
+            if values.get("status") in STATUSES:
+                values["status"] = Status(values["status"])
+            configs.append(ConfigResult(**values))
+        known = {f.name for f in fields(cls)} - {"configs"}
+        values = {"task": "", "solution": "", "device": "", **{k: v for k, v in data.items() if k in known}}
+        values["status"] = Status(values["status"])
+        return cls(**values, configs=configs)
 
 
 def _finite(value: Any) -> Any:
@@ -97,9 +159,9 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def overall_status(statuses: list[str]) -> str:
+def overall_status(statuses: list[Status]) -> Status:
     """The status of a verdict from its configs' statuses."""
-    return min(statuses, key=PRECEDENCE.index) if statuses else "correct"
+    return min(statuses, key=PRECEDENCE.index) if statuses else Status.CORRECT
 
 
 def geometric_mean(values: list[float]) -> float | None:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cudasmith.harness.baselines import BASELINES
-from cudasmith.harness.runner import Progress as ProgressCallback
+from cudasmith.harness.options import Progress as ProgressCallback
 from cudasmith.harness.verdict import Verdict
 
 STATUS_STYLE = {
@@ -70,6 +70,26 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
         console.print(f"[dim]note: {note}[/]")
     if verdict.status == "compile_error" and verdict.artifacts.get("traceback"):
         console.print(f"[dim]{verdict.artifacts['traceback'].strip()[-1500:]}[/]", highlight=False)
+
+
+def print_summary(verdicts: list[Verdict], console: Console | None = None) -> None:
+    """One row per verdict of a session: status, speedup against eager PyTorch, wall time."""
+    console = console or Console()
+    table = Table(title=f"{len(verdicts)} solutions", show_edge=False, pad_edge=False)
+    for column in ("solution", "status", "speedup", "wall"):
+        table.add_column(column, justify="left" if column in {"solution", "status"} else "right")
+    for verdict in verdicts:
+        table.add_row(
+            verdict.solution,
+            f"[{STATUS_STYLE.get(verdict.status, '')}]{verdict.status}[/]",
+            "–" if verdict.speedup is None else f"{verdict.speedup:.2f}x",
+            f"{verdict.wall_s:.1f} s",
+        )
+    console.print(table)
+    correct = sum(1 for v in verdicts if v.correct)
+    console.print(
+        f"[dim]{correct} of {len(verdicts)} correct; speedups against {verdicts[0].baseline} (geometric mean)[/]"
+    )
 
 
 @contextmanager

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import BudgetExhausted, LLMError, UsageError
-from cudasmith.harness.runner import EvalOptions
-from cudasmith.harness.runner import evaluate as judge
+from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.session import evaluate as judge
 from cudasmith.harness.verdict import Verdict
 from cudasmith.llm import (
     LLMClient,

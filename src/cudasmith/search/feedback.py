@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import fields
 from typing import Any
 
-from cudasmith.errors import UsageError
 from cudasmith.harness.verdict import ConfigResult, Verdict
 
 # Compiler output and tracebacks are cut to this many lines, and any one block to this many characters.
@@ -144,12 +142,4 @@ def verdict_feedback(verdict: Verdict) -> str:
 
 def verdict_from_dict(data: dict[str, Any]) -> Verdict:
     """A Verdict from its JSON form (what `cudasmith eval --json` prints)."""
-    if not isinstance(data, dict) or "status" not in data or "reason" not in data:
-        raise UsageError("not a verdict: a JSON object with 'status' and 'reason' is expected")
-    config_fields = {f.name for f in fields(ConfigResult)}
-    configs = [
-        ConfigResult(**{k: v for k, v in c.items() if k in config_fields}) for c in data.get("configs", [])
-    ]
-    known = {f.name for f in fields(Verdict)} - {"configs"}
-    values = {"task": "", "solution": "", "device": "", **{k: v for k, v in data.items() if k in known}}
-    return Verdict(**values, configs=configs)
+    return Verdict.from_dict(data)

@@ -118,7 +118,7 @@ def correctness_block(problem: Problem) -> str:
     import torch
 
     from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
-    from cudasmith.harness.runner import SEEDS_PER_CONFIG
+    from cudasmith.harness.options import SEEDS_PER_CONFIG
 
     dtype = problem.dtype or "float32"
     lines = [

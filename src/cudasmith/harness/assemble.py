@@ -1,0 +1,93 @@
+"""Assembling a verdict from what the rounds found: speedups against each baseline, the roofline, the
+overall status and reason. Pure functions of their arguments: no worker is asked anything here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cudasmith.device import DevicePeaks
+from cudasmith.harness.baselines import BASELINES, BaselineTime
+from cudasmith.harness.roofline import roofline
+from cudasmith.harness.verdict import ConfigResult, Status, Verdict, geometric_mean, overall_status
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def apply_baselines(
+    result: ConfigResult,
+    baselines: dict[str, BaselineTime],
+    described: dict,
+    dtype: str | None,
+    peaks: DevicePeaks | None,
+    label: str,
+    note: Callable[[str], None],
+) -> tuple[bool, str | None]:
+    """Every baseline's speedup, the roofline and % of speed of light.
+
+    Returns whether a baseline ran faster than speed of light (the peaks then look underestimated), and
+    why the candidate's time is impossible, if it is.
+    """
+    assert result.time_ms is not None
+    point = roofline(described, dtype, peaks) if peaks is not None else None
+    beyond_light = False
+    for name, measured in baselines.items():
+        entry = measured.entry()
+        if measured.measurement is None:
+            result.baselines[name] = entry
+            note(f"{BASELINES[name]} not timed on {label}: {measured.error}")
+            continue
+        baseline_ms = measured.measurement["median_ms"]
+        entry["speedup"] = baseline_ms / result.time_ms if result.time_ms > 0 else None
+        entry["sol_pct"] = point.sol_pct(baseline_ms) if point else None
+        result.baselines[name] = entry
+        if measured.drift:
+            note(f"{BASELINES[name]} on {label} {measured.drift}")
+        if point is not None and (point.impossible(baseline_ms) or (entry["sol_pct"] or 0) > 100):
+            beyond_light = True
+            note(
+                f"{BASELINES[name]} on {label} ran at {entry['sol_pct']:.0f}% of speed of light: the device's "
+                "measured peaks look underestimated"
+            )
+    if point is None:
+        return beyond_light, None
+    result.roofline = point.to_dict()
+    result.sol_pct = point.sol_pct(result.time_ms)
+    impossible = point.impossible(result.time_ms)
+    return beyond_light, f"{label}: {impossible}" if impossible else None
+
+
+def finish(verdict: Verdict, results: list[ConfigResult], early: tuple[Status, str] | None = None) -> None:
+    """The verdict's status, reason, speedups and shares from its configs (or from an early failure)."""
+    verdict.configs = results
+    if early is not None:
+        verdict.status, verdict.reason = early
+        return
+    status = overall_status([r.status for r in results])
+    verdict.status = status
+    if status != Status.CORRECT:
+        failing = next((r for r in results if r.status == status), None)
+        verdict.reason = failing.reason if failing is not None else str(status)
+        return
+    verdict.speedup = geometric_mean([r.speedup for r in results if r.speedup])
+    for name in BASELINES:
+        ratios = [r.baselines[name].get("speedup") for r in results if name in r.baselines]
+        if (mean := geometric_mean([x for x in ratios if x])) is not None:
+            verdict.speedups[name] = mean
+    timed = [r for r in results if r.own_share is not None and r.time_ms]
+    if timed:
+        total = sum(r.time_ms or 0.0 for r in timed)
+        verdict.own_share = sum((r.own_share or 0.0) * (r.time_ms or 0.0) for r in timed) / total
+    checked = sum(r.seeds_checked for r in results)
+    speed = f"; {verdict.speedup:.2f}x {verdict.baseline} (geometric mean)" if verdict.speedup else ""
+    verdict.reason = f"correct on {plural(len(results), 'config')}, {plural(checked, 'input set')}{speed}"
+    if verdict.torch_ops:
+        ops = ", ".join(f"{name} x{count}" for name, count in sorted(verdict.torch_ops.items()))
+        verdict.note(f"PyTorch operators ran inside forward (allowed for this task): {ops}")
+    if (
+        verdict.own_share is not None
+        and verdict.own_share < 1.0
+        and (verdict.torch_ops or verdict.own_share < 0.5)
+    ):
+        verdict.note(f"{verdict.own_share:.0%} of the timed GPU time was in the solution's own kernels")

@@ -1,0 +1,282 @@
+"""The judge's guard inside the candidate's process: introspection refused, observers kept on.
+
+The candidate shares its worker process with the judge's timing loop, its recorders and its
+bookkeeping. Two things keep that state out of its reach, whatever the spelling:
+
+- An audit hook (PEP 578), installed before the solution is imported and impossible to remove, refuses
+  what reaches the judge's frames or objects when candidate code asks for it: `sys._getframe` (also
+  through `inspect` or `traceback`), `sys._current_frames`, frames taken from tracebacks, generators
+  and coroutines, `gc.get_objects`/`get_referrers`/`get_referents`, trace and profile functions,
+  `sys.monitoring`, further audit hooks, symbols of the interpreter's C API through ctypes, and code
+  compiled or written under a trusted file name (which would make candidate frames look trusted).
+- Tripwires replace the Python entry points that switch the judge's observers off (the profiler that
+  records operators and GPU work, RecordFunction) and that install signal handlers (a handler runs in
+  the middle of the judge's code and is handed its frame). The originals are held only by the audit hook, which
+  is reachable from nowhere in Python: a tripwire raises a private audit event and the hook runs the
+  original, unless candidate code is anywhere on the stack.
+
+Each refusal raises an error in the candidate and is recorded: the candidate is rejected at the next
+check even if it catches the error. Whose code is whose is decided by where it lives: the standard
+library, installed packages, cudasmith itself and the problem file are trusted; the solution and what
+it compiles or writes elsewhere is the candidate's. Code with a pseudo file name ("<string>") counts as
+whoever called it.
+
+What this cannot stop is raw memory access through ctypes; the tamper checks (tamper.py) and the
+judge's habit of capturing what it uses before the solution loads are the other layers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+# Events refused when the code asking is the candidate's (directly, or through a helper that hands
+# frames or installs tracers on its behalf): libraries use frames, gc and audit hooks for their own
+# purposes (typing, enum, warnings, dataclasses, torch.compile) and must keep doing so.
+CALLER_EVENTS = {
+    "sys._getframe": "reading the judge's frames (sys._getframe)",
+    "sys._getframemodulename": "reading the judge's frames (sys._getframemodulename)",
+    "sys._current_frames": "reading every thread's frames (sys._current_frames)",
+    "sys._current_exceptions": "reading every thread's frames (sys._current_exceptions)",
+    "sys.settrace": "installing a trace function",
+    "sys.setprofile": "installing a profile function",
+    "sys.addaudithook": "installing an audit hook",
+    "gc.get_objects": "scavenging live objects (gc.get_objects)",
+    "gc.get_referrers": "scavenging live objects (gc.get_referrers)",
+    "gc.get_referents": "scavenging live objects (gc.get_referents)",
+}
+FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
+# Standard-library functions that hand frames to their caller: a frame asked for through one of them is
+# asked for by whoever called it. (Functions that only format frames, such as traceback.print_exc, are
+# not among them: they return text.)
+FRAME_HANDING = {
+    ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"), ("inspect", "getouterframes"),
+    ("inspect", "getinnerframes"), ("traceback", "walk_stack"), ("traceback", "walk_tb"),
+    ("logging", "currentframe"), ("logging", "<lambda>"), ("pdb", "set_trace"), ("bdb", "set_trace"),
+}  # fmt: skip
+# Standard-library modules that install trace or profile functions on their caller's behalf.
+TRACER_MODULES = frozenset({"profile", "cProfile", "bdb", "pdb", "trace", "threading"})
+# Symbols of the interpreter's C API that libraries reach through ctypes for DLPack capsules: harmless.
+C_API_ALLOWED = ("PyCapsule_",)
+# Tripwired entry points: what switches the profiler or RecordFunction on or off, changes what the profiler
+# collects or where its buffers go, and installing a signal handler (a handler runs between the judge's
+# own statements and receives its frame, with no audited call). Names a torch version lacks are skipped.
+TRIPWIRED = {
+    "torch._C._autograd": (
+        "_disable_profiler", "_disable_profiler_legacy", "_enable_profiler", "_enable_profiler_legacy",
+        "_enable_record_function", "_prepare_profiler", "_toggle_collection_dynamic", "_kineto_step",
+    ),
+    "torch._C._profiler": (
+        "_add_execution_trace_observer", "_remove_execution_trace_observer", "_enable_execution_trace_observer",
+        "_disable_execution_trace_observer", "_cupti_monitor_reset_buffers",
+    ),
+    "signal": ("signal",),
+    "_signal": ("signal",),
+}  # fmt: skip
+TRIPWIRE_EVENT = "cudasmith.tripwire"
+
+
+class Refused(RuntimeError):
+    """Raised in the candidate when it reaches for the judge's state."""
+
+
+def trusted_roots(extra_files: tuple[Path, ...] = ()) -> tuple[tuple[str, ...], frozenset[str]]:
+    """Directories whose code is trusted (the standard library, installed packages, cudasmith), and files."""
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    roots.add(str(Path(__file__).resolve().parents[1]))  # the cudasmith package
+    normalised = tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
+    return normalised, frozenset(os.path.realpath(str(f)) for f in extra_files)
+
+
+class Origins:
+    """Whose code a code object is: 'trusted', 'candidate', or 'neutral' (a pseudo file name)."""
+
+    def __init__(self, roots: tuple[str, ...], files: frozenset[str]) -> None:
+        self.roots = roots
+        self.files = files
+        self._known: dict[str, str] = {}
+
+    def of_path(self, filename: str) -> str:
+        if filename not in self._known:
+            if filename.startswith("<frozen "):
+                kind = "trusted"
+            elif filename.startswith("<") or not filename:
+                kind = "neutral"
+            else:
+                real = os.path.realpath(filename)
+                kind = "trusted" if real in self.files or real.startswith(self.roots) else "candidate"
+            self._known[filename] = kind
+        return self._known[filename]
+
+    def of(self, code: CodeType) -> str:
+        return self.of_path(code.co_filename)
+
+    def is_trusted_path(self, path: str) -> bool:
+        """A real file under a trusted root (compiling or writing code there is pretending to be trusted)."""
+        return not path.startswith("<") and self.of_path(path) == "trusted"
+
+
+def _writes(mode: object) -> bool:
+    """Whether an open() mode (text or os.O_* flags) writes."""
+    if isinstance(mode, str):
+        return any(flag in mode for flag in "wax+")
+    if isinstance(mode, int):
+        return bool(mode & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
+    return False
+
+
+def _frames(start: FrameType | None) -> Iterator[FrameType]:
+    frame = start
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _module_name(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+class Guard:
+    """The installed audit hook's state: what was refused, and the originals behind the tripwires."""
+
+    def __init__(self, origins: Origins) -> None:
+        self.origins = origins
+        self.violations: list[str] = []
+        self.busy = False
+
+    def first_violation(self) -> str | None:
+        """The first refused attempt, as a reason, or None."""
+        return self.violations[0] if self.violations else None
+
+
+def install(problem_file: Path | None = None) -> Callable[[], str | None]:
+    """Install the audit hook and the tripwires (once per process, before the solution is imported).
+
+    Returns a function giving the first refused attempt so far (None when there was none); keep it out of
+    module globals, so that only the judge's own frames hold it.
+    """
+    roots, files = trusted_roots((problem_file,) if problem_file is not None else ())
+    guard = Guard(Origins(roots, files))
+    originals = _tripwire(guard)
+    getframe = sys._getframe
+    origin_of = guard.origins.of
+
+    def refuse(what: str) -> None:
+        guard.violations.append(f"the solution tried {what}")
+        raise Refused(f"cudasmith: {what} is refused inside a candidate")
+
+    def caller_is_candidate(frame: FrameType | None) -> bool:
+        """The code asking: the first frame that is neither a frame-handing helper nor a pseudo file."""
+        for current in _frames(frame):
+            kind = origin_of(current.f_code)
+            if kind == "neutral":
+                continue
+            module = _module_name(current)
+            if kind == "trusted" and (
+                (module, current.f_code.co_name) in FRAME_HANDING or module in TRACER_MODULES
+            ):
+                continue
+            return kind == "candidate"
+        return False
+
+    def candidate_on_stack(frame: FrameType | None) -> bool:
+        return any(origin_of(current.f_code) == "candidate" for current in _frames(frame))
+
+    def asking() -> FrameType | None:
+        """The frame that made the audited call (the hook's caller's caller)."""
+        guard.busy = True
+        try:
+            return getframe(2)
+        finally:
+            guard.busy = False
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if guard.busy:
+            return
+        if event == TRIPWIRE_EVENT:
+            name, call_args, call_kwargs, box = args
+            if candidate_on_stack(asking()):
+                refuse(
+                    f"installing a signal handler ({name})"
+                    if name.endswith(".signal")
+                    else f"switching the judge's recording off ({name})"
+                )
+            box.append(originals[name](*call_args, **call_kwargs))
+        elif event.startswith("sys.monitoring"):
+            if caller_is_candidate(asking()):
+                refuse(f"using {event}")
+        elif event in CALLER_EVENTS:
+            if caller_is_candidate(asking()):
+                refuse(CALLER_EVENTS[event])
+        elif event == "object.__getattr__":
+            if len(args) > 1 and args[1] in FRAME_ATTRIBUTES and caller_is_candidate(asking()):
+                refuse(f"reading a frame through .{args[1]}")
+        elif event == "ctypes.dlsym":
+            symbol = str(args[1]) if len(args) > 1 else ""
+            interpreter = symbol.startswith(("Py", "_Py")) and not symbol.startswith(C_API_ALLOWED)
+            if interpreter and candidate_on_stack(asking()):
+                refuse(f"reaching the interpreter's C API through ctypes ({symbol})")
+        elif event in ("compile", "code.__new__"):
+            filename = args[1] if len(args) > 1 else None
+            if (
+                isinstance(filename, (str, bytes))
+                and guard.origins.is_trusted_path(os.fsdecode(filename))
+                and caller_is_candidate(asking())
+            ):
+                refuse(f"compiling code under a trusted file name ({os.fsdecode(filename)})")
+        elif event == "marshal.loads":
+            if caller_is_candidate(asking()):
+                refuse("loading marshalled code objects")
+        elif event == "open" and len(args) > 1 and _writes(args[1]):
+            path = args[0]
+            if (
+                isinstance(path, (str, bytes))
+                and guard.origins.is_trusted_path(os.fsdecode(path))
+                and caller_is_candidate(asking())
+            ):
+                refuse(f"writing into trusted code ({os.fsdecode(path)})")
+
+    sys.addaudithook(hook)
+    return guard.first_violation
+
+
+def _tripwire(guard: Guard) -> dict[str, Callable[..., Any]]:
+    """Replace the observers' on/off switches, everywhere they are bound, by calls through the audit hook."""
+    import importlib
+
+    originals: dict[str, Callable[..., Any]] = {}
+    replacements: dict[int, Callable[..., Any]] = {}
+    audit = sys.audit
+    for module_name, names in TRIPWIRED.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            value = getattr(module, name, None)
+            if not callable(value) or isinstance(value, type):
+                continue
+            key = f"{module_name}.{name}"
+            originals[key] = value
+
+            def proxy(*args: Any, __key: str = key, **kwargs: Any) -> Any:
+                box: list[Any] = []
+                audit(TRIPWIRE_EVENT, __key, args, kwargs, box)
+                return box[0]
+
+            proxy.__name__ = proxy.__qualname__ = name
+            replacements[id(value)] = proxy
+            setattr(module, name, proxy)
+    # Modules that imported a switch by name (torch.autograd.profiler does) get the tripwire too.
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for name, value in list(namespace.items()):
+            if callable(value) and id(value) in replacements and replacements[id(value)] is not value:
+                namespace[name] = replacements[id(value)]
+    return originals

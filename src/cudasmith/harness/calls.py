@@ -1,0 +1,163 @@
+"""Calling code under test inside a worker: outputs checked for form, inputs checked for mutation, timed
+calls fed fresh inputs, and a few of their outputs kept for the judge to re-check."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from cudasmith.errors import CompileError
+from cudasmith.harness.messages import TimeSpec
+from cudasmith.harness.verdict import Status
+from cudasmith.tasks.inputs import input_tensors, make_inputs, tensor_bytes
+from cudasmith.tasks.perturb import perturb_inputs
+from cudasmith.timing import clock
+from cudasmith.timing.protocol import CallHooks
+
+# Timing rotates among this many distinct input sets, fewer when their memory would pass the cap.
+TIMING_INPUT_SETS = 4
+TIMING_INPUT_BYTES_CAP = 2 * 1024**3
+# Outputs kept for re-checking may use at most this much memory; fewer calls are checked beyond it.
+KEPT_OUTPUT_BYTES_CAP = 8 * 1024**3
+# Bound before candidate code runs: copies of kept outputs are made with these.
+_clone = torch.Tensor.clone
+_detach = torch.Tensor.detach
+
+
+class CandidateFault(Exception):
+    """The candidate did something the contract forbids; carries the verdict status and a reason."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def _where(exc: BaseException, solution: Path | None) -> str:
+    """' (solution.py:42 in forward)' for the innermost frame in the solution file, if any."""
+    if solution is None:
+        return ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == solution]
+    if not frames:
+        return ""
+    return f" ({solution.name}:{frames[-1].lineno} in {frames[-1].name})"
+
+
+def classify(exc: BaseException, solution: Path | None) -> tuple[Status, str]:
+    """Verdict status and one-line reason for an exception raised by candidate code."""
+    message = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+    if isinstance(exc, CandidateFault):
+        return exc.status, str(exc)
+    if isinstance(exc, SystemExit):
+        return Status.REJECTED, f"the solution called sys.exit({exc.code!r}){_where(exc, solution)}"
+    if isinstance(exc, SyntaxError):
+        return Status.COMPILE_ERROR, f"the solution does not parse: {exc.msg} (line {exc.lineno})"
+    if isinstance(exc, CompileError):
+        return Status.COMPILE_ERROR, message
+    name = type(exc).__name__
+    if "CompilationError" in name or "Error building extension" in str(exc):
+        return Status.COMPILE_ERROR, f"{name}: {message}{_where(exc, solution)}"
+    return Status.RUNTIME_ERROR, f"{name}: {message}{_where(exc, solution)}"
+
+
+def as_outputs(value: Any, device: str) -> list[torch.Tensor]:
+    """The call's outputs as a list of plain tensors on `device`, or a CandidateFault saying why not."""
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    if not values:
+        raise CandidateFault(Status.INCORRECT, "forward returned an empty sequence")
+    for index, item in enumerate(values):
+        label = f"output {index}" if len(values) > 1 else "the output"
+        if type(item) is not torch.Tensor:
+            raise CandidateFault(
+                Status.INCORRECT, f"{label} is a {type(item).__qualname__}, not a plain torch.Tensor"
+            )
+        if item.device.type != torch.device(device).type:
+            raise CandidateFault(Status.INCORRECT, f"{label} is on {item.device}, expected {device}")
+        if item.layout is not torch.strided:
+            raise CandidateFault(
+                Status.INCORRECT, f"{label} has layout {item.layout}, expected a dense tensor"
+            )
+    return values
+
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes, so that comparisons see NaN payloads and -0.0."""
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def pristine(inputs: list[Any]) -> list[torch.Tensor]:
+    """Copies of the input tensors, to check afterwards that nothing changed them."""
+    return [_clone(_detach(t)) for t in input_tensors(inputs)]
+
+
+def check_unmodified(inputs: list[Any], copies: list[torch.Tensor], when: str) -> None:
+    """A CandidateFault when an input differs from its copy in any bit."""
+    for index, (now, before) in enumerate(zip(input_tensors(inputs), copies, strict=True)):
+        if not torch.equal(_bits(now), _bits(before)):
+            raise CandidateFault(Status.REJECTED, f"input {index} was modified {when}")
+
+
+def timing_input_sets(problem: ModuleType, spec: TimeSpec, device: str) -> list[list[Any]]:
+    """The input sets a timing rotates through, as many as fit under TIMING_INPUT_BYTES_CAP."""
+    sets = [make_inputs(problem, spec.config, spec.input_seeds[0], device)]
+    affordable = max(1, TIMING_INPUT_BYTES_CAP // max(1, tensor_bytes(sets[0])))
+    for seed in spec.input_seeds[1 : min(len(spec.input_seeds), TIMING_INPUT_SETS, affordable)]:
+        sets.append(make_inputs(problem, spec.config, seed, device))
+    return sets
+
+
+class TimedCalls(CallHooks):
+    """Around each warm-up and timed call: fresh inputs (perturb_inputs, undone afterwards), a check of the
+    worker's integrity, and the outputs of some timed calls kept for re-checking (reservoir sampling).
+
+    The perturbation is drawn just before a call and the choice to keep its output just after it returns,
+    both from the OS's entropy (clock.fresh_seed): nothing in the process, however much of it a candidate
+    reads, says how a later call's inputs will be perturbed or whether its output will be checked.
+    """
+
+    def __init__(
+        self,
+        input_sets: list[list[Any]],
+        device: str,
+        checks: int,
+        perturb: bool,
+        after_each: Callable[[int | None], None] | None = None,
+    ) -> None:
+        self.input_sets = input_sets
+        self.device = device
+        self.perturb = perturb
+        self.wanted = checks
+        self.after_each = after_each
+        self.kept: list[tuple[int, int, int, list[torch.Tensor]]] = []  # (sample, set, perturbation, outputs)
+        self.seen = 0
+        self.current = 0
+        self.kept_bytes_cap = KEPT_OUTPUT_BYTES_CAP
+
+    def before(self, sample: int | None, index: int) -> None:
+        if self.perturb:
+            self.current = clock.fresh_seed()
+            perturb_inputs(self.input_sets[index], self.current)
+
+    def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
+        if self.after_each is not None:
+            self.after_each(sample)
+        if self.perturb:
+            perturb_inputs(self.input_sets[index], self.current)  # restores the inputs
+        if sample is None or not kept or not self.wanted:
+            return
+        outputs = as_outputs(output, self.device)
+        if not self.kept:  # as many as fit in memory: a note says when that is fewer than asked
+            size = max(1, sum(o.numel() * o.element_size() for o in outputs))
+            self.wanted = max(1, min(self.wanted, self.kept_bytes_cap // size))
+        self.seen += 1
+        slot = len(self.kept) if len(self.kept) < self.wanted else clock.fresh_below(self.seen)
+        if slot < self.wanted:
+            entry = (sample, index, self.current, [_clone(_detach(o)) for o in outputs])
+            if slot == len(self.kept):
+                self.kept.append(entry)
+            else:
+                self.kept[slot] = entry

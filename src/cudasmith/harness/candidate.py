@@ -1,0 +1,322 @@
+"""The candidate's worker: the only process that ever imports a solution, used for exactly one candidate.
+
+It is started ahead of need with the problem loaded (`prepare` makes the CUDA context and the timing
+tools), then `load` installs the judge's guard (audit.py), takes the tamper snapshot and imports the
+solution. Around every call: freed GPU memory is poisoned, inputs are compared with pristine copies
+afterwards, PyTorch operators and GPU kernels are recorded below the Python dispatcher (observe.py),
+and the judge's names, threads and observers are checked. Outputs go to the judge through transfer.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cudasmith.hardware import device_name
+from cudasmith.harness import audit
+from cudasmith.harness.calls import (
+    CandidateFault,
+    TimedCalls,
+    as_outputs,
+    check_unmodified,
+    classify,
+    pristine,
+    timing_input_sets,
+)
+from cudasmith.harness.messages import InputSpec, TimeSpec
+from cudasmith.harness.observe import KernelAudit, Observation, OpAudit, OwnKernels, audit_kernels, audit_ops
+from cudasmith.harness.poison import poison_free_gpu_memory
+from cudasmith.harness.tamper import Snapshot, describe
+from cudasmith.harness.transfer import Exporter
+from cudasmith.harness.verdict import Status
+from cudasmith.tasks import perturb
+from cudasmith.tasks.inputs import build_model, drawn_inputs, make_init_inputs, make_inputs
+from cudasmith.tasks.perturb import perturb_inputs
+from cudasmith.tasks.problem import load_module
+from cudasmith.timing import clock
+from cudasmith.timing.protocol import TimingPlan, measure
+
+# A kernel's name in a reason is cut to this many characters (C++ template names run to thousands).
+KERNEL_NAME_CHARS = 160
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= KERNEL_NAME_CHARS else name[: KERNEL_NAME_CHARS - 1] + "…"
+
+
+def _cpu_own_share(compute_ns: int, samples_ms: list[float]) -> float | None:
+    """On the CPU, the share of the timed calls' time outside PyTorch's compute operators."""
+    total_ns = sum(samples_ms) * 1e6
+    return max(0.0, 1.0 - compute_ns / total_ns) if total_ns > 0 else None
+
+
+class Candidate:
+    """State of one candidate's worker: the problem, the solution, one model per config, the guard."""
+
+    def __init__(self, setup: dict[str, Any]) -> None:
+        self.device: str = setup["device"]
+        self.problem_path = Path(setup["problem"])
+        self.defences: bool = setup.get("defences", True)
+        self.exporter = Exporter(setup["token"])
+        self.problem = load_module(self.problem_path, "problem")
+        self.solution_path: Path | None = None
+        self.solution: Any = None
+        self.snapshot: Snapshot | None = None
+        self.first_violation: Any = None
+        self.own: OwnKernels | None = None
+        self.all_ops_allowed = False
+        self.extra_allowed: frozenset[str] = frozenset()
+        self.models: dict[int, Any] = {}
+        self.marker = f"cudasmith-call-{clock.fresh_seed():x}"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def prepare(self) -> dict[str, Any]:
+        """Everything that can happen before the solution is known: CUDA context, timing tools, profiler."""
+        # The reference is exact fp32; a candidate that wants TF32 must say so through the tolerance.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        if self.device.startswith("cuda"):
+            from cudasmith.timing.cuda import tools
+
+            torch.cuda.init()
+            torch.empty(1, device=self.device)
+            tools(torch.cuda.current_device())
+        perturb.prepare(self.device)
+        if self.defences:  # the profiler's first start loads CUPTI: not in the candidate's time
+            observation = Observation(self.device.startswith("cuda"))
+            observation.start()
+            observation.stop()
+        return {"ok": True, "device_name": device_name(self.device)}
+
+    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Install the guard, take the snapshot, import the solution."""
+        self.solution_path = Path(request["solution"])
+        allowed = request.get("allowed_torch_ops", [])
+        self.all_ops_allowed = allowed == "all"
+        self.extra_allowed = frozenset() if self.all_ops_allowed else frozenset(allowed)
+        if self.defences:
+            self.first_violation = audit.install(self.problem_path)
+            self.snapshot = Snapshot()
+            self.own = OwnKernels(audit.Origins(*audit.trusted_roots((self.problem_path,))))
+        self.solution = load_module(self.solution_path, "solution")
+        if not isinstance(getattr(self.solution, "ModelNew", None), type):
+            raise CandidateFault(Status.RUNTIME_ERROR, "the solution defines no class ModelNew")
+        self.check("while importing the solution", full=True)
+        return {"ok": True}
+
+    def check(self, when: str, full: bool = False) -> None:
+        """Refuse a candidate that reached for the judge, replaced its functions, left threads or handlers."""
+        if not self.defences or self.snapshot is None:
+            return
+        self.check_attempts(when)
+        if tampered := self.snapshot.tampered():
+            raise CandidateFault(Status.REJECTED, f"{describe(tampered)} ({when})")
+        if threads := self.snapshot.new_threads():
+            raise CandidateFault(
+                Status.REJECTED, f"the solution left {len(threads)} thread(s) running ({when}): {threads[0]}"
+            )
+        if full and (handlers := self.snapshot.new_signal_handlers()):
+            raise CandidateFault(
+                Status.REJECTED, f"the solution installed a handler for {handlers[0]} ({when})"
+            )
+
+    def check_attempts(self, when: str) -> None:
+        """Refuse a candidate whose code the audit hook refused (even if it caught the error)."""
+        if self.first_violation is not None and (violation := self.first_violation()):
+            raise CandidateFault(Status.REJECTED, f"{violation} ({when})")
+
+    def explain(self, exc: BaseException) -> tuple[Status, str]:
+        """Status and reason for an exception out of candidate code: an attempt on the judge comes first."""
+        if self.first_violation is not None and (violation := self.first_violation()):
+            return Status.REJECTED, violation
+        return classify(exc, self.solution_path)
+
+    def finish(self) -> dict[str, Any]:
+        self.check("at the end", full=True)
+        self.exporter.release()
+        return {"ok": True}
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def _model(self, config_index: int, config: dict[str, Any], init_seed: int) -> Any:
+        if config_index not in self.models:
+            init_inputs = make_init_inputs(self.problem, config, init_seed)
+            self.models[config_index] = build_model(
+                self.solution.ModelNew, init_inputs, init_seed, self.device
+            )
+            self.check("while constructing ModelNew")
+        return self.models[config_index]
+
+    def _inputs(self, spec: InputSpec) -> list[Any]:
+        inputs = make_inputs(self.problem, spec.config, spec.input_seed, self.device)
+        if spec.drawn:
+            inputs = drawn_inputs(inputs, spec.input_seed)
+        if spec.perturb is not None:
+            perturb_inputs(inputs, spec.perturb)
+        return inputs
+
+    def _sync(self) -> None:
+        if self.device.startswith("cuda"):
+            clock.cuda_synchronize()  # captured before the candidate could patch torch.cuda.synchronize
+
+    def _enforce(self, ops: OpAudit, kernels: KernelAudit, where: str) -> None:
+        """Refuse PyTorch compute where the task's policy refuses it."""
+        if self.all_ops_allowed:
+            return
+        if ops.compiled_regions:
+            raise CandidateFault(
+                Status.REJECTED,
+                f"PyTorch compute compiled by torch.compile ran {where} ({ops.compiled_regions}x)",
+            )
+        refused = [
+            (name, count) for name, count in ops.compute.most_common() if name not in self.extra_allowed
+        ]
+        if refused:
+            name, count = refused[0]
+            raise CandidateFault(Status.REJECTED, f"PyTorch operator {name} called {where} ({count}x)")
+        # A widened allowlist lets PyTorch launch the kernels of the operators it allows.
+        if kernels.library and not self.extra_allowed:
+            name, _ = kernels.library.most_common(1)[0]
+            raise CandidateFault(
+                Status.REJECTED,
+                f"a kernel that is not the solution's own ran {where}: {_short(name)} "
+                "(PyTorch's or a library's: ATen, cuBLAS, cuDNN, cuFFT, Inductor, or a CUDA graph of them)",
+            )
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One call on one input set; the outputs are exported for the judge."""
+        spec = InputSpec.from_dict(request["input"])
+        inputs = self._inputs(spec)
+        model = self._model(spec.config_index, spec.config, spec.init_seed)
+        if not self.defences:
+            with torch.no_grad():
+                output = model(*inputs)
+            self._sync()
+            return {"ok": True, "outputs": self.exporter.export(as_outputs(output, self.device))}
+        copies = pristine(inputs)
+        if self.device.startswith("cuda"):
+            poison_free_gpu_memory(request.get("poison_bytes", 0))
+        observation = Observation(self.device.startswith("cuda"))
+        observation.start()
+        try:
+            with torch.no_grad():
+                output = model(*inputs)
+            self._sync()
+            still_on = clock.profiler_enabled()
+        finally:
+            cpu_events, gpu_work, graphs = observation.stop()
+        self.check_attempts("during forward")
+        if not still_on:
+            raise CandidateFault(
+                Status.REJECTED, "the solution switched off the judge's recording during forward"
+            )
+        ops = audit_ops(cpu_events)
+        assert self.own is not None
+        kernels = audit_kernels(gpu_work, self.own)
+        if graphs and not gpu_work and not self.all_ops_allowed:
+            raise CandidateFault(
+                Status.REJECTED,
+                "a CUDA graph was replayed inside forward whose kernels the judge could not see",
+            )
+        self._enforce(ops, kernels, "inside forward")
+        self.check("during forward", full=True)
+        check_unmodified(inputs, copies, "by forward")
+        outputs = as_outputs(output, self.device)
+        return {
+            "ok": True,
+            "outputs": self.exporter.export(outputs),
+            "torch_ops": dict(ops.compute),
+            "own_ns": kernels.own_ns,
+            "gpu_ns": kernels.total_ns,
+        }
+
+    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Time forward over rotating input sets, each call's inputs perturbed afresh; keep the outputs of
+        calls chosen at random for the judge to re-check."""
+        spec = TimeSpec.from_dict(request["time"])
+        model = self._model(spec.config_index, spec.config, spec.init_seed)
+        input_sets = timing_input_sets(self.problem, spec, self.device)
+        copies = [pristine(inputs) for inputs in input_sets] if self.defences else []
+        gpu = self.device.startswith("cuda")
+        observed = self.defences and not gpu  # on the GPU, the sampler's own CUPTI records are audited
+
+        def after_each(sample: int | None) -> None:
+            self.check("while timing")
+            recording = observed or sample is not None  # the GPU sampler records samples, not warm-up
+            if self.defences and recording and not clock.profiler_enabled():
+                raise CandidateFault(
+                    Status.REJECTED, "the solution switched off the judge's recording while timed"
+                )
+
+        hooks = TimedCalls(
+            input_sets, self.device, spec.checks if self.defences else 0, self.defences, after_each
+        )
+        run = self._marked(model, input_sets) if observed else (lambda index: model(*input_sets[index]))
+        observation = Observation(gpu=False) if observed else None
+        if observation is not None:
+            observation.start()
+        try:
+            with torch.no_grad():
+                measurement = measure(run, len(input_sets), self.device, TimingPlan(**spec.plan), hooks)
+        finally:
+            cpu_events = observation.stop()[0] if observation is not None else []
+        self.check("while timing", full=True)
+        if self.defences and any(
+            w.startswith("CUPTI saw") and "samples of" in w for w in measurement.warnings
+        ):
+            raise CandidateFault(Status.REJECTED, "the judge's records of GPU work were cut off while timed")
+        for inputs, before in zip(input_sets, copies, strict=self.defences):
+            check_unmodified(inputs, before, "during timing")
+        ops = audit_ops(cpu_events, marker=self.marker) if observed else OpAudit()
+        kernels = audit_kernels(measurement.work, self.own) if self.defences and self.own else KernelAudit()
+        self._enforce(ops, kernels, "in timed calls")
+        summary = measurement.summary()
+        summary.pop("work", None)
+        own_share = kernels.own_share() if gpu else _cpu_own_share(ops.compute_ns, measurement.samples_ms)
+        outputs = [o for *_, kept in hooks.kept for o in kept]
+        return {
+            "ok": True,
+            "measurement": summary,
+            "input_sets": len(input_sets),
+            "checks": [
+                {"call": sample, "set": index, "perturb": seed, "n_outputs": len(kept)}
+                for sample, index, seed, kept in hooks.kept
+            ],
+            "outputs": self.exporter.export(outputs),
+            "own_share": own_share,
+            "library_kernels": [_short(name) for name, _ in kernels.library.most_common(5)],
+            "torch_ops": dict(ops.compute),
+            "compute_ns": ops.compute_ns,
+        }
+
+    def _marked(self, model: Any, input_sets: list[list[Any]]) -> Any:
+        """Each call inside a named range, so the operators of the calls are told from the judge's own."""
+        marker, record = self.marker, clock.RecordFunctionFast
+
+        def run(index: int) -> Any:
+            with record(marker):
+                return model(*input_sets[index])
+
+        return run
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "ping":  # answered once the worker's imports are done
+            return {"ok": True}
+        if op == "prepare":
+            return self.prepare()
+        if op == "load":
+            return self.load(request)
+        if op == "run":
+            return self.run(request)
+        if op == "time":
+            return self.time(request)
+        if op == "release":
+            self.exporter.release()
+            return {"ok": True}
+        if op == "finish":
+            return self.finish()
+        raise ValueError(f"unknown request {op!r}")

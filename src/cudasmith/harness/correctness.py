@@ -1,0 +1,178 @@
+"""Correctness rounds of one candidate: a cascade over configs and input sets, cheapest first.
+
+The smallest config with one input set goes first, then one input set of every other config (smallest
+to largest), then the remaining input sets and the harness's own drawn inputs of each. Each step asks
+the judge for the reference outputs (computed once per session), runs the candidate, and has the judge
+compare; the first failure ends the candidate, and its verdict says what failed and where.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cudasmith.harness.messages import InputSpec
+from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.verdict import ConfigResult, Status, Verdict
+from cudasmith.tasks.inputs import derive_seed
+from cudasmith.tasks.problem import Problem
+
+if TYPE_CHECKING:
+    from cudasmith.harness.session import Judge
+
+# On the CPU, configs bigger than this (inputs plus outputs, or FLOPs) are skipped; the smallest
+# public and the smallest hidden config always run.
+CPU_MAX_CONFIG_BYTES = 64 * 1024**2
+CPU_MAX_CONFIG_FLOPS = 2e9
+DRAWN = "harness-drawn inputs (signed, wider range than the problem's)"
+
+
+def config_bytes(described: dict[str, Any]) -> float:
+    """Inputs plus outputs of a described config (unknown ones count as large)."""
+    if "input_bytes" not in described:
+        return float("inf")
+    return float(described.get("input_bytes", 0) + described.get("output_bytes", 0))
+
+
+def select_configs(
+    problem: Problem, descriptions: list[dict[str, Any]], device: str
+) -> tuple[list[tuple[int, dict[str, Any], bool]], list[dict[str, Any]]]:
+    """Configs to run (index, config, hidden) and those skipped with why; on the GPU every one runs."""
+    everything = [(i, c, h) for i, (c, h) in enumerate(problem.all_configs())]
+    if device.startswith("cuda"):
+        return everything, []
+
+    def too_big(index: int) -> str | None:
+        described = descriptions[index]
+        size = config_bytes(described)
+        if size > CPU_MAX_CONFIG_BYTES and size != float("inf"):
+            return f"{size / 2**20:.0f} MiB of inputs and outputs"
+        if described.get("flops", 0) > CPU_MAX_CONFIG_FLOPS:
+            return f"{described['flops'] / 1e9:.1f} GFLOP"
+        return None
+
+    selected, skipped = [], []
+    for hidden in (False, True):
+        group = [item for item in everything if item[2] is hidden]
+        smallest = min((item[0] for item in group), key=lambda i: config_bytes(descriptions[i]), default=None)
+        for index, config, is_hidden in group:
+            why = too_big(index)
+            if why is None or index == smallest:
+                selected.append((index, config, is_hidden))
+            else:
+                shown = "hidden" if is_hidden else config
+                skipped.append({"index": index, "config": shown, "reason": f"too large for the CPU ({why})"})
+    return selected, skipped
+
+
+@dataclass(frozen=True)
+class Step:
+    """One input set of one config in the cascade."""
+
+    index: int
+    hidden: bool
+    spec: InputSpec
+
+    @property
+    def drawn(self) -> bool:
+        return self.spec.drawn
+
+
+def cascade(
+    selected: list[tuple[int, dict[str, Any], bool]],
+    descriptions: list[dict[str, Any]],
+    secret: int,
+    seeds_per_config: int,
+    drawn: bool,
+) -> list[Step]:
+    """The order of correctness steps: one input set of every config (smallest first), then the rest."""
+    by_size = sorted(selected, key=lambda item: config_bytes(descriptions[item[0]]))
+
+    def spec(index: int, config: dict[str, Any], sample: int | None) -> InputSpec:
+        init = derive_seed(secret, "init", index)
+        if sample is None:
+            return InputSpec(index, config, init, derive_seed(secret, "drawn", index), drawn=True)
+        return InputSpec(index, config, init, derive_seed(secret, "input", index, sample))
+
+    steps = [Step(i, h, spec(i, c, 0)) for i, c, h in by_size]
+    for index, config, hidden in by_size:
+        steps += [Step(index, hidden, spec(index, config, s)) for s in range(1, seeds_per_config)]
+        if drawn:
+            steps.append(Step(index, hidden, spec(index, config, None)))
+    return steps
+
+
+def label(index: int, config: dict[str, Any], hidden: bool, problem: Problem) -> str:
+    if hidden:
+        return f"hidden config #{index - len(problem.configs)}"
+    return f"config {index} {config}" if config else f"config {index}"
+
+
+def check_candidate(
+    judge: Judge, candidate: WorkerProcess, verdict: Verdict, results: dict[int, ConfigResult]
+) -> bool:
+    """Run the cascade; False (with the failure recorded in `results`) at the first failing step."""
+    problem, options = judge.problem, judge.options
+    with_drawn = options.drawn_inputs and options.defences and not problem.has_validate
+    steps = cascade(judge.selected, judge.described, judge.secret, options.seeds_per_config, with_drawn)
+    first_call = True
+    for number, step in enumerate(steps):
+        config = step.spec.config
+        name = label(step.index, config, step.hidden, problem)
+        if step.drawn:
+            name = f"{name} on {DRAWN}"
+        judge.progress(f"checking {name}", number, len(steps))
+        result = results[step.index]
+        reference = judge.reference(step.spec, name)
+        if reference.get("float64_reason"):
+            verdict.note(
+                f"no float64 reference ({reference['float64_reason']}); judged against the task dtype"
+            )
+        if step.drawn and reference.get("drawn_skip"):
+            verdict.note(
+                f"{DRAWN} skipped on {label(step.index, config, step.hidden, problem)}: {reference['drawn_skip']}"
+            )
+            continue
+        if reference.get("degenerate") and not step.drawn:
+            verdict.note(
+                f"the problem's own inputs make the output trivial on {name}: {reference['degenerate']}"
+            )
+        limit = judge.call_limit(step.index) + (options.first_call_extra_s if first_call else 0.0)
+        what = f"running {name}" + (
+            " (the first call, compilation and autotuning included: --first-call-extra gives it more)"
+            if first_call
+            else ""
+        )
+        request = {"op": "run", "input": step.spec.to_dict(), "poison_bytes": judge.output_bytes(step.index)}
+        try:
+            reply, _ = candidate.request(request, limit, what)
+        except WorkerFailure as failure:
+            result.status, result.reason = failure.status, str(failure)
+            return False
+        first_call = False
+        if not reply.get("ok"):
+            result.status = Status.parse(reply.get("status"))
+            result.reason = f"{name}: {reply.get('reason', '')}"
+            verdict.artifacts.setdefault("traceback", str(reply.get("traceback", "")))
+            return False
+        for op, count in (reply.get("torch_ops") or {}).items():
+            verdict.torch_ops[op] = max(int(count), verdict.torch_ops.get(op, 0))
+        comparison = judge.compare([(step.spec, reply.get("outputs"))], candidate.token)[0]
+        result.seeds_checked += 1
+        if "transfer" in comparison:
+            result.status, result.reason = (
+                Status.REJECTED,
+                f"{name}: the outputs could not be read ({comparison['transfer']})",
+            )
+            return False
+        result.rel_err = max(result.rel_err or 0.0, comparison["rel_err"])
+        result.max_abs_err = max(result.max_abs_err or 0.0, comparison["max_abs_err"])
+        if not comparison["ok"]:
+            result.status, result.reason = Status.INCORRECT, f"{name}: {comparison['reason']}"
+            result.mismatch = comparison.get("report")
+            return False
+    for result in results.values():
+        result.reason = (
+            f"matches on {result.seeds_checked} input sets (worst rel_err {result.rel_err or 0:.1e})"
+        )
+    return True

@@ -1,0 +1,338 @@
+"""What ran inside a candidate's calls, seen below every Python-level escape.
+
+- PyTorch operators: PyTorch's dispatcher runs a RecordFunction for every operator, however it was
+  spelled in Python or reached from C++ (`at::softmax` in an extension), and whatever the candidate did
+  to the Python dispatcher (modes popped, Python dispatch turned off): the profiler's CPU activity
+  collects them. Switching RecordFunction or the profiler off is tripwired (audit.py).
+- GPU work: CUPTI records every kernel, copy and memset with its name, whoever launched it, CUDA-graph
+  replays included. A kernel is the candidate's own when a compiler it used built it here: NVRTC through
+  cudasmith.runtime, Triton JIT functions defined in its code, extensions it built with load_inline or
+  load. PyTorch's copies and fills are what a kernel needs from PyTorch. Anything else is a library's
+  compute: ATen, cuBLAS, cuDNN, cuFFT, kernels Inductor generated, graphs replaying any of them.
+
+Names that only libraries use (at::, (anonymous namespace), cublas, triton_poi_…) cannot be claimed as
+the candidate's own, so a decoy kernel of the same name does not launder a library's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cudasmith.harness.audit import Origins
+from cudasmith.timing import clock
+from cudasmith.timing.activity import Activity, activity_kind
+
+# fmt: off
+ALLOCATION = {
+    "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided",
+    "aten::zeros", "aten::zeros_like", "aten::new_zeros", "aten::ones", "aten::ones_like", "aten::new_ones",
+    "aten::full", "aten::full_like", "aten::new_full", "aten::scalar_tensor", "aten::arange", "aten::fill_",
+    "aten::zero_", "aten::resize_", "aten::lift_fresh", "aten::lift_fresh_copy",
+}
+VIEWS = {
+    "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::as_strided",
+    "aten::alias", "aten::expand", "aten::expand_as", "aten::view_as", "aten::reshape_as", "aten::permute",
+    "aten::transpose", "aten::transpose_", "aten::t", "aten::t_", "aten::unsqueeze", "aten::unsqueeze_",
+    "aten::squeeze", "aten::squeeze_", "aten::select", "aten::slice", "aten::narrow", "aten::unbind",
+    "aten::split", "aten::split_with_sizes", "aten::chunk", "aten::flatten", "aten::unflatten",
+    "aten::diagonal", "aten::detach", "aten::detach_", "aten::view_as_real", "aten::view_as_complex",
+    "aten::movedim", "aten::unfold", "aten::as_strided_", "aten::contiguous",
+}
+COPIES = {
+    "aten::copy_", "aten::clone", "aten::_to_copy", "aten::to", "aten::_copy_from", "aten::_copy_from_and_resize",
+    "aten::set_", "aten::record_stream", "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero",
+    "aten::resolve_conj", "aten::resolve_neg", "aten::conj", "aten::_conj", "aten::_neg_view",
+    "aten::pin_memory", "aten::_pin_memory",
+}
+METADATA = {
+    "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset", "aten::size",
+    "aten::stride", "aten::dim", "aten::is_contiguous", "aten::is_same_size", "aten::is_pinned",
+}
+# fmt: on
+ALLOWED_OPS = frozenset(ALLOCATION | VIEWS | COPIES | METADATA)
+# Operator namespaces that are PyTorch's (or its bundled libraries'); a candidate's own custom
+# operators are not compute of PyTorch's, though what they call inside may be.
+PYTORCH_NAMESPACES = frozenset({"aten", "prims", "quantized", "_quantized", "mkldnn", "onednn", "fbgemm"})
+# Profiler annotations of torch.compile at work (compiling, or running what it built): the operators and
+# kernels inside are Dynamo's and Inductor's, not the candidate's.
+COMPILED_REGION = ("Torch-Compiled Region", "## Call CompiledFxGraph", "TorchDynamo Cache Lookup", "dynamo",
+                   "entire_frame_compile")  # fmt: skip
+# ATen's kernels for copies (dtype casts included), fills and aranges: allowed, like their operators.
+ALLOWED_LIBRARY_KERNEL = re.compile(
+    r"direct_copy_kernel|copy_kernel_cuda|FillFunctor|fill_kernel|arange_cuda"
+)
+# Kernel names only libraries use: a candidate's kernel of such a name is not counted as its own.
+RESERVED_KERNEL_NAME = re.compile(
+    r"at::|c10::|\(anonymous namespace\)|_GLOBAL__N_|_ZN2at|_ZN3c10|cublas|cudnn|cufft|xmma|cutlass_\d|cutlass3x"
+    r"|^triton_(poi|per|red|tem|for|spl|sort|scan|mm|bmm)_",
+    re.IGNORECASE,
+)
+# What a compiled extension's binary registers as its kernels: mangled C++ names and plain identifiers.
+_BINARY_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_$.]{2,512}(?=\x00)")
+GPU_WORK_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def _load_demangler() -> Any:
+    try:
+        library = ctypes.CDLL("libstdc++.so.6")
+        function = library.__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_void_p
+    function.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    return function
+
+
+_demangler = _load_demangler()
+_free = ctypes.CDLL(None).free
+_free.argtypes = [ctypes.c_void_p]
+
+
+def demangle(name: str) -> str:
+    """A C++ symbol as CUPTI's records show it (the Itanium ABI's demangler, as Kineto uses); others as given."""
+    if _demangler is None or not name.startswith("_Z"):
+        return name
+    status = ctypes.c_int(1)
+    pointer = _demangler(name.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not pointer:
+        return name
+    try:
+        return ctypes.string_at(pointer).decode(errors="replace")
+    finally:
+        _free(pointer)
+
+
+@dataclass(frozen=True)
+class CpuEvent:
+    """One RecordFunction range: an operator or an annotation, on one thread (nanoseconds)."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+    thread: int
+    kind: str
+
+
+def split_events(events: Iterable[Any], cuda_device_type: Any) -> tuple[list[CpuEvent], list[Activity]]:
+    """Kineto's events as operator ranges on the CPU and work on the GPU."""
+    cpu: list[CpuEvent] = []
+    gpu: list[Activity] = []
+    for event in events:
+        kind = activity_kind(event)
+        start = event.start_ns()
+        end = start + event.duration_ns()
+        if event.device_type() == cuda_device_type:
+            if kind in GPU_WORK_KINDS and "sync" not in event.name().lower():
+                gpu.append(Activity(event.name(), start, end, kind))
+        elif kind in ("cpu_op", "user_annotation", "cpu_event"):
+            cpu.append(CpuEvent(event.name(), start, end, event.start_thread_id(), kind))
+    # Without activity types (older torch), annotations mirrored onto the GPU's timeline look like kernels:
+    # they carry the names of ranges on the CPU, which no kernel has.
+    ranges = {event.name for event in cpu}
+    return cpu, [activity for activity in gpu if activity.name not in ranges]
+
+
+class Observation:
+    """The profiler recording operators, and on a GPU every kernel, copy and memset, between start and stop."""
+
+    def __init__(self, gpu: bool) -> None:
+        self.gpu = gpu
+        self._profile: Any = None
+
+    def start(self) -> None:
+        self._profile = clock.Profile(use_cpu=True, use_device="cuda" if self.gpu else None, use_kineto=True)
+        self._profile.__enter__()
+
+    def stop(self) -> tuple[list[CpuEvent], list[Activity], int]:
+        """Operators, GPU work, and how many CUDA graphs were launched."""
+        profile, self._profile = self._profile, None
+        profile.__exit__(None, None, None)
+        results = profile.kineto_results
+        if results is None:
+            raise RuntimeError("the profiler returned no results")
+        events = list(results.events())
+        cpu, gpu = split_events(events, clock.CUDA_DEVICE_TYPE)
+        graphs = sum(1 for event in events if "GraphLaunch" in event.name())
+        return cpu, gpu, graphs
+
+
+@dataclass
+class OpAudit:
+    """PyTorch compute found in some calls: operators outside the allowed set, and compiled regions."""
+
+    compute: Counter[str] = field(default_factory=Counter)
+    compiled_regions: int = 0
+    compute_ns: int = 0
+
+    def merge(self, other: OpAudit) -> None:
+        self.compute.update(other.compute)
+        self.compiled_regions += other.compiled_regions
+        self.compute_ns += other.compute_ns
+
+
+def _namespace(name: str) -> str:
+    return name.split("::", 1)[0] if "::" in name else ""
+
+
+def audit_ops(events: list[CpuEvent], marker: str | None = None) -> OpAudit:
+    """The compute among the operators: PyTorch operators that are not allocation, views, copies or
+    metadata, counted where the candidate called them (what they call in turn is part of them). With
+    `marker`, only operators inside ranges of that name count (the calls, not the judge's work between)."""
+    allowed = ALLOWED_OPS
+    audit = OpAudit()
+    by_thread: dict[int, list[CpuEvent]] = {}
+    for event in events:
+        by_thread.setdefault(event.thread, []).append(event)
+    for thread_events in by_thread.values():
+        thread_events.sort(key=lambda e: (e.start_ns, -e.end_ns))
+        stack: list[tuple[CpuEvent, bool, bool]] = []  # (event, inside a marker, inside an allowed op)
+        for event in thread_events:
+            while stack and stack[-1][0].end_ns <= event.start_ns:
+                stack.pop()
+            in_marker = marker is None or any(item[1] for item in stack[-1:])
+            covered = bool(stack) and stack[-1][2]
+            if event.name == marker:
+                stack.append((event, True, covered))
+                continue
+            if event.kind == "user_annotation" or event.name.startswith(COMPILED_REGION):
+                compiled = event.name.startswith(COMPILED_REGION)
+                if in_marker and compiled and not covered:
+                    audit.compiled_regions += 1
+                stack.append((event, in_marker, covered or compiled))
+                continue
+            is_allowed = event.name in allowed
+            if in_marker and not covered and not is_allowed and _namespace(event.name) in PYTORCH_NAMESPACES:
+                audit.compute[event.name] += 1
+                audit.compute_ns += event.end_ns - event.start_ns
+                covered = True  # what it calls is part of it
+            stack.append((event, in_marker, covered or is_allowed))
+    return audit
+
+
+@dataclass
+class KernelAudit:
+    """GPU work by whose it is, in nanoseconds: the candidate's own kernels, PyTorch's copies and fills,
+    copies and memsets, and any other library's compute (by kernel name)."""
+
+    own_ns: int = 0
+    allowed_ns: int = 0
+    library: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def library_ns(self) -> int:
+        return sum(self.library.values())
+
+    @property
+    def total_ns(self) -> int:
+        return self.own_ns + self.allowed_ns + self.library_ns
+
+    def own_share(self) -> float | None:
+        """The share of the GPU time spent in the candidate's own kernels; None without GPU work."""
+        return self.own_ns / self.total_ns if self.total_ns else None
+
+    def merge(self, other: KernelAudit) -> None:
+        self.own_ns += other.own_ns
+        self.allowed_ns += other.allowed_ns
+        self.library.update(other.library)
+
+
+class OwnKernels:
+    """The names of the kernels the candidate's compilers built in this process."""
+
+    def __init__(self, origins: Origins) -> None:
+        self.origins = origins
+        self.names: set[str] = set()
+        self._scanned_binaries: set[str] = set()
+
+    def _claim(self, names: Iterable[str]) -> None:
+        for name in names:
+            readable = demangle(name)
+            if not RESERVED_KERNEL_NAME.search(name) and not RESERVED_KERNEL_NAME.search(readable):
+                self.names.update((name, readable))
+
+    def refresh(self) -> None:
+        """Look again: NVRTC's registry, Triton's JIT functions in candidate code, candidate extensions."""
+        from cudasmith.runtime.cuda import compiled_kernel_names
+
+        self._claim(compiled_kernel_names())
+        self._claim(self._triton_names())
+        for path in _mapped_binaries():
+            if path not in self._scanned_binaries and self.origins.of_path(path) == "candidate":
+                self._scanned_binaries.add(path)
+                self._claim(_names_in_binary(path))
+
+    def _triton_names(self) -> list[str]:
+        jit = sys.modules.get("triton.runtime.jit")
+        function_type = getattr(jit, "JITFunction", None) if jit else None
+        if function_type is None:
+            return []
+        found = []
+        for obj in gc.get_objects():
+            if isinstance(obj, function_type):
+                code = getattr(getattr(obj, "fn", None), "__code__", None)
+                if code is not None and self.origins.of(code) == "candidate":
+                    found.append(obj.fn.__name__)
+        return found
+
+    def is_own(self, name: str) -> bool:
+        return name in self.names
+
+
+def _mapped_binaries() -> set[str]:
+    """Every shared object mapped into this process, however it was loaded (load_inline's extensions
+    are imported without an entry in sys.modules)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return {
+                line.split(None, 5)[5].strip()
+                for line in maps
+                if ".so" in line and len(line.split(None, 5)) == 6
+            }
+    except OSError:
+        return {
+            str(getattr(m, "__file__", ""))
+            for m in list(sys.modules.values())
+            if str(getattr(m, "__file__", "")).endswith(".so")
+        }
+
+
+def _names_in_binary(path: str) -> list[str]:
+    """Every identifier-like string in a compiled extension (its registered kernel names among them)."""
+    try:
+        with open(path, "rb") as binary:
+            data = binary.read()
+    except OSError:
+        return []
+    return [match.decode() for match in _BINARY_NAME.findall(data)]
+
+
+def audit_kernels(work: Iterable[Activity] | dict[str, dict[str, Any]], own: OwnKernels) -> KernelAudit:
+    """Classify GPU work (activities, or a measurement's per-name totals) by whose it is."""
+    totals: dict[str, tuple[str, int]] = {}
+    if isinstance(work, dict):
+        totals = {name: (entry["kind"], int(entry["ns"])) for name, entry in work.items()}
+    else:
+        for activity in work:
+            kind, ns = totals.get(activity.name, (activity.kind, 0))
+            totals[activity.name] = (kind, ns + activity.duration_ns)
+    audit = KernelAudit()
+    refreshed = False
+    for name, (kind, ns) in totals.items():
+        if kind != "kernel" or ALLOWED_LIBRARY_KERNEL.search(name):
+            audit.allowed_ns += ns
+            continue
+        if not own.is_own(name) and not refreshed:
+            own.refresh()
+            refreshed = True
+        if own.is_own(name):
+            audit.own_ns += ns
+        else:
+            audit.library[name] += ns
+    return audit

@@ -1,0 +1,117 @@
+"""How candidates are judged: the options of a judge session, and the time limits they imply.
+
+The defaults are the protocol. Every defence is on unless `defences=False`, which exists only to
+measure what they cost and makes a verdict that judges nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cudasmith.errors import UsageError
+from cudasmith.timing.protocol import L2_STATES
+
+# Each config is checked on this many independently drawn input sets.
+SEEDS_PER_CONFIG = 3
+# Importing the solution, its compilation included (a load_inline build takes ~45 s on an H200).
+LOAD_TIMEOUT_S = 120.0
+# Added to the first call's limit: Triton compiles and autotunes then.
+FIRST_CALL_EXTRA_S = 10.0
+# Without a --time-limit, a call may take this many times the reference's own time, and at least CALL_FLOOR_S.
+CALL_FACTOR = 100.0
+CALL_FLOOR_S = 5.0
+# Timing one config: making its input sets, warming up and sampling, beyond the calls themselves.
+TIMING_EXTRA_S = 30.0
+# Timed calls whose outputs are kept and re-checked against the reference, per config. Which calls are
+# kept is drawn after each returns, uniformly over all timed calls. A candidate that skips the work on
+# the half of the calls that moves the median escapes every check with probability at most 2**-20
+# (below one in a million); slow kernels with fewer timed calls than this have every call checked.
+TIMED_CHECKS = 20
+# Candidate workers started ahead of need (torch imported, CUDA context made): one per candidate.
+WARM_WORKERS_GPU = 2
+WARM_WORKERS_CPU = 1
+
+Progress = Callable[[str, int, int], None]
+
+
+def default_device() -> str:
+    """'cuda' when a GPU is visible, else 'cpu'."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How a judge session runs; the defaults are the protocol."""
+
+    device: str = "cuda"
+    seeds_per_config: int = SEEDS_PER_CONFIG
+    # The session's secret seed (drawn fresh when None); a verdict records it, so a run can be replayed.
+    seed: int | None = None
+    timing: bool = True
+    load_timeout_s: float = LOAD_TIMEOUT_S
+    first_call_extra_s: float = FIRST_CALL_EXTRA_S
+    # One call of forward; None: CALL_FACTOR times the reference's own time, at least CALL_FLOOR_S.
+    call_timeout_s: float | None = None
+    timed_checks: int = TIMED_CHECKS
+    # Widen the problem's allowlist of PyTorch operators inside forward: "all" or ATen names.
+    allow_torch_ops: str | tuple[str, ...] = ()
+    # Also check each config on inputs the harness draws itself (signed, wider range).
+    drawn_inputs: bool = True
+    # Refuse forbidden constructs by reading the source before running anything.
+    screen: bool = True
+    # Host memory a worker and everything it starts may use (default: half the machine's).
+    memory_limit_bytes: int | None = None
+    # Off only to measure what the defences cost. Such a verdict says so and judges nothing.
+    defences: bool = True
+    # Baselines timed beside eager PyTorch (None: baselines.default_baselines for the device).
+    baselines: tuple[str, ...] | None = None
+    # L2 state while timing (None: the problem's L2_STATE, cold unless it says hot).
+    l2_state: str | None = None
+    # Time CUDA-graph replays of each call (for launch-bound kernels) instead of queued calls.
+    graph: bool = False
+    # Candidate workers kept started ahead (None: WARM_WORKERS_GPU or WARM_WORKERS_CPU).
+    warm_workers: int | None = None
+
+    def validate(self) -> None:
+        """Raise UsageError for options that cannot work, with what to do instead."""
+        if self.device not in ("cuda", "cpu") and not self.device.startswith("cuda:"):
+            raise UsageError(f"device must be 'cuda', 'cuda:N' or 'cpu', not {self.device!r}")
+        if self.device.startswith("cuda:") and not self.device[5:].isdigit():
+            raise UsageError(f"device {self.device!r}: the GPU index must be a number, as in cuda:1")
+        if self.l2_state is not None and self.l2_state not in L2_STATES:
+            raise UsageError(f"the L2 state must be one of {', '.join(L2_STATES)}, not {self.l2_state!r}")
+        if self.graph and not self.device.startswith("cuda"):
+            raise UsageError("CUDA-graph timing (--graph) needs a GPU")
+        if self.seeds_per_config < 1:
+            raise UsageError("at least one input set per config must be checked (--seeds 1 or more)")
+        for name in ("load_timeout_s", "first_call_extra_s"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"{name} must not be negative")
+        if self.call_timeout_s is not None and self.call_timeout_s <= 0:
+            raise UsageError("the time limit of a call must be positive (--time-limit)")
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @property
+    def gpu_index(self) -> int | None:
+        """The GPU a session uses: None on the CPU, 0 for plain 'cuda'."""
+        if not self.on_gpu:
+            return None
+        return int(self.device[5:]) if self.device.startswith("cuda:") else None
+
+    def call_limit_s(self, reference_s: float | None) -> float:
+        """The limit of one call, from --time-limit or from the reference's own time."""
+        if self.call_timeout_s is not None:
+            return self.call_timeout_s
+        return max(CALL_FLOOR_S, CALL_FACTOR * (reference_s or 0.0))
+
+    def warm(self) -> int:
+        """How many candidate workers to keep started ahead."""
+        if self.warm_workers is not None:
+            return max(0, self.warm_workers)
+        return WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU

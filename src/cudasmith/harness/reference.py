@@ -1,0 +1,279 @@
+"""The reference worker: the problem's Model, run and timed in a process no candidate code reaches.
+
+A session keeps two: the judge, which computes reference outputs (task dtype and float64) once per
+input set and keeps them on the device, and compares candidates' outputs against them there, after
+copying them out of the candidate's process (transfer.py); and the baseline worker, which times eager
+PyTorch, torch.compile and the task's expert by the candidates' protocol. A problem file is trusted
+code, so its validator runs here too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cudasmith.hardware import device_name
+from cudasmith.harness.calls import TimedCalls, timing_input_sets
+from cudasmith.harness.check import Comparison, judge
+from cudasmith.harness.messages import InputSpec, TimeSpec
+from cudasmith.harness.observe import Observation
+from cudasmith.harness.transfer import TransferError, import_outputs
+from cudasmith.tasks import perturb
+from cudasmith.tasks.inputs import (
+    build_model,
+    degeneracy,
+    describe_config,
+    drawn_inputs,
+    input_tensors,
+    make_init_inputs,
+    make_inputs,
+    tensor_bytes,
+    to_float64,
+)
+from cudasmith.tasks.perturb import perturb_inputs
+from cudasmith.tasks.problem import load_module
+from cudasmith.timing import clock
+from cudasmith.timing.protocol import TimingPlan, measure
+
+# Reference outputs kept on the device for the session, at most this share of its memory (or, on the
+# CPU, this many bytes); the least recently used go first.
+GPU_CACHE_SHARE = 0.25
+CPU_CACHE_BYTES = 2 * 1024**3
+# On drawn inputs where the reference implementation's own error against float64 exceeds this, the
+# function is not computable in the task dtype there (a softmax saturated, gradients vanished): skipped.
+DRAWN_MAX_OWN_ERROR = 0.5
+
+
+@dataclass
+class Reference:
+    """One input set's reference outputs, what their inputs were (for a validator), and what we noticed."""
+
+    outputs: list[torch.Tensor]
+    outputs64: list[torch.Tensor] | None
+    inputs: list[Any] | None
+    notes: dict[str, Any]
+
+    @property
+    def nbytes(self) -> int:
+        tensors = [*self.outputs, *(self.outputs64 or []), *input_tensors(self.inputs or [])]
+        return tensor_bytes(tensors)
+
+
+def _own_error(expected: list[torch.Tensor], expected64: list[torch.Tensor]) -> float:
+    """The worst normwise error of the reference in the task dtype against float64, over its outputs."""
+    worst = 0.0
+    for own, truth in zip(expected, expected64, strict=True):
+        if own.is_floating_point():
+            norm = float(torch.linalg.vector_norm(truth.double()))
+            difference = float(torch.linalg.vector_norm(own.double() - truth.double()))
+            worst = max(worst, difference / norm if norm > 0 else (0.0 if difference == 0 else float("inf")))
+    return worst
+
+
+class ReferenceWorker:
+    """The problem's Model: reference outputs, comparisons and baseline timings, on one device."""
+
+    def __init__(self, setup: dict[str, Any]) -> None:
+        self.device: str = setup["device"]
+        self.defences: bool = setup.get("defences", True)
+        self.problem = load_module(Path(setup["problem"]), "problem")
+        self.tolerance: dict[str, dict[str, float]] = setup.get("tolerance", {})
+        self.models: dict[tuple[int, bool], Any] = {}
+        self.baselines: dict[tuple[str, int], Any] = {}
+        self.cache: OrderedDict[tuple[Any, ...], Reference] = OrderedDict()
+        self.cache_bytes = 0
+        self.budget = CPU_CACHE_BYTES
+        self.call_seconds: dict[int, float] = {}
+
+    def load(self) -> dict[str, Any]:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        launch_us = None
+        if self.device.startswith("cuda"):
+            from cudasmith.device.launch_cost import calibrated_launch_us
+
+            torch.cuda.init()
+            torch.empty(1, device=self.device)
+            self.budget = int(GPU_CACHE_SHARE * torch.cuda.get_device_properties(0).total_memory)
+            launch_us = calibrated_launch_us()
+        perturb.prepare(self.device)
+        return {"ok": True, "device_name": device_name(self.device), "launch_us": launch_us}
+
+    def describe(self, configs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"ok": True, "configs": [describe_config(self.problem, config) for config in configs]}
+
+    # -- reference outputs ---------------------------------------------------------------------
+
+    def _model(self, spec: InputSpec | TimeSpec, float64: bool = False) -> Any:
+        key = (spec.config_index, float64)
+        if key not in self.models:
+            init_inputs = make_init_inputs(self.problem, spec.config, spec.init_seed)
+            model = build_model(self.problem.Model, init_inputs, spec.init_seed, self.device)
+            self.models[key] = model.to(torch.float64) if float64 else model
+        return self.models[key]
+
+    def _inputs(self, spec: InputSpec) -> list[Any]:
+        inputs = make_inputs(self.problem, spec.config, spec.input_seed, self.device)
+        if spec.drawn:
+            inputs = drawn_inputs(inputs, spec.input_seed)
+        if spec.perturb is not None:
+            perturb_inputs(inputs, spec.perturb)
+        return inputs
+
+    def _call(self, model: Any, inputs: list[Any]) -> list[torch.Tensor]:
+        with torch.no_grad():
+            output = model(*inputs)
+        if self.device.startswith("cuda"):
+            clock.cuda_synchronize()
+        values = list(output) if isinstance(output, (tuple, list)) else [output]
+        return [v if isinstance(v, torch.Tensor) else torch.as_tensor(v) for v in values]
+
+    def _compute(self, spec: InputSpec) -> Reference:
+        inputs = self._inputs(spec)
+        started = time.perf_counter()
+        outputs = self._call(self._model(spec), inputs)
+        seconds = time.perf_counter() - started
+        previous = self.call_seconds.get(spec.config_index)
+        self.call_seconds[spec.config_index] = seconds if previous is None else min(previous, seconds)
+        notes: dict[str, Any] = {"degenerate": degeneracy(inputs, outputs), "seconds": seconds}
+        outputs64 = None
+        try:
+            candidate64 = self._call(self._model(spec, float64=True), to_float64(inputs))
+            if [o.shape for o in candidate64] != [o.shape for o in outputs]:
+                raise ValueError("float64 outputs have other shapes")
+            outputs64 = candidate64
+        except Exception as exc:
+            notes["float64_reason"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if spec.drawn:
+            notes["drawn_skip"] = self._drawn_skip(outputs, outputs64)
+        keep_inputs = inputs if getattr(self.problem, "validate", None) is not None else None
+        return Reference(outputs, outputs64, keep_inputs, notes)
+
+    @staticmethod
+    def _drawn_skip(outputs: list[torch.Tensor], outputs64: list[torch.Tensor] | None) -> str | None:
+        """Why the harness's own inputs say nothing on this config, or None when they do."""
+        truth = outputs64 if outputs64 is not None else outputs
+        if not all(bool(torch.isfinite(t).all()) for t in truth if t.is_floating_point()):
+            return "outside the reference's domain (NaN/Inf)"
+        if outputs64 is not None and (own := _own_error(outputs, outputs64)) > DRAWN_MAX_OWN_ERROR:
+            return f"the task dtype cannot represent the reference there (its own error {own:.1e}, e.g. gradients that vanish)"
+        return None
+
+    def _reference(self, spec: InputSpec, keep: bool) -> Reference:
+        """From the cache, or computed (and cached when `keep`, within the memory budget)."""
+        if spec.key in self.cache:
+            self.cache.move_to_end(spec.key)
+            return self.cache[spec.key]
+        reference = self._compute(spec)
+        if keep and reference.nbytes <= self.budget:
+            while self.cache and self.cache_bytes + reference.nbytes > self.budget:
+                _, evicted = self.cache.popitem(last=False)
+                self.cache_bytes -= evicted.nbytes
+            self.cache[spec.key] = reference
+            self.cache_bytes += reference.nbytes
+        return reference
+
+    def reference(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Compute (or find) one input set's reference outputs; say what was noticed about them."""
+        spec = InputSpec.from_dict(request["input"])
+        reference = self._reference(spec, keep=True)
+        return {"ok": True, "n_outputs": len(reference.outputs), **reference.notes,
+                "call_seconds": self.call_seconds.get(spec.config_index)}  # fmt: skip
+
+    def _judge(self, reference: Reference, outputs: list[torch.Tensor]) -> Comparison:
+        validate = getattr(self.problem, "validate", None)
+        if validate is None:
+            return judge(outputs, reference.outputs, reference.outputs64, self.tolerance)
+        # Validators are written for host tensors, as problem files are written for the CPU.
+        host_inputs = [t.cpu() if isinstance(t, torch.Tensor) else t for t in reference.inputs or []]
+        return judge(
+            [o.cpu() for o in outputs], [o.cpu() for o in reference.outputs], None, self.tolerance,
+            validate, host_inputs,
+        )  # fmt: skip
+
+    def compare(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Each listed input set: the candidate's exported outputs against the reference's."""
+        token = request["token"]
+        results = []
+        for item in request["items"]:
+            spec = InputSpec.from_dict(item["input"])
+            try:
+                outputs = import_outputs(item["outputs"], token, self.device)
+            except TransferError as exc:
+                results.append({"ok": False, "transfer": str(exc)})
+                continue
+            reference = self._reference(spec, keep=spec.perturb is None)
+            comparison = self._judge(reference, outputs)
+            results.append({"ok": comparison.ok, "reason": comparison.reason, "rel_err": comparison.rel_err,
+                            "max_abs_err": comparison.max_abs_err, "report": comparison.report})  # fmt: skip
+            del outputs
+        return {"ok": True, "results": results}
+
+    # -- baselines and peaks -------------------------------------------------------------------
+
+    def _baseline(self, name: str, spec: TimeSpec) -> Any:
+        key = (name, spec.config_index)
+        if key not in self.baselines:
+            from cudasmith.harness.baselines import build_baseline
+
+            problem = self.problem
+
+            def expert(cls: type) -> Any:
+                init_inputs = make_init_inputs(problem, spec.config, spec.init_seed)
+                return build_model(cls, init_inputs, spec.init_seed, self.device)
+
+            self.baselines[key] = build_baseline(name, problem, expert, self._model(spec))
+        return self.baselines[key]
+
+    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Time one baseline on one config by the candidates' protocol (perturbed inputs included)."""
+        spec = TimeSpec.from_dict(request["time"])
+        callable_ = self._baseline(spec.baseline, spec)
+        input_sets = timing_input_sets(self.problem, spec, self.device)
+        hooks = TimedCalls(input_sets, self.device, 0, self.defences)
+        # On the CPU a candidate is timed under the operator recorder; its baselines are too.
+        observation = Observation(gpu=False) if self.defences and not self.device.startswith("cuda") else None
+        marker, record = "cudasmith-baseline", clock.RecordFunctionFast
+
+        def run(index: int) -> Any:
+            with record(marker):
+                return callable_(*input_sets[index])
+
+        if observation is not None:
+            observation.start()
+        try:
+            with torch.no_grad():
+                measurement = measure(run, len(input_sets), self.device, TimingPlan(**spec.plan), hooks)
+        finally:
+            if observation is not None:
+                observation.stop()
+        summary = measurement.summary()
+        summary.pop("work", None)
+        return {"ok": True, "measurement": summary}
+
+    def peaks(self, request: dict[str, Any]) -> dict[str, Any]:
+        from cudasmith.device import ensure_peaks
+
+        peaks = ensure_peaks(self.device, remeasure=bool(request.get("remeasure")))
+        return {"ok": True, "peaks": peaks.to_dict()}
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "load":
+            return self.load()
+        if op == "describe":
+            return self.describe(request["configs"])
+        if op == "reference":
+            return self.reference(request)
+        if op == "compare":
+            return self.compare(request)
+        if op == "time":
+            return self.time(request)
+        if op == "peaks":
+            return self.peaks(request)
+        raise ValueError(f"unknown request {op!r}")

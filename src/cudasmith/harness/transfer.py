@@ -1,0 +1,216 @@
+"""Moving a candidate's outputs to the judge without a pipe: CUDA IPC on the GPU, shared memory on the CPU.
+
+The candidate's worker exports each output (a handle and an offset into its device allocation, or a
+file in /dev/shm) and keeps it alive until its next request; the judge's worker opens it, copies it at
+once into memory of its own, and lets go. Only headers cross the pipes, so an output of gigabytes costs
+a device-to-device copy instead of two trips through the host. Nothing is unpickled: a reference is
+plain JSON, checked against the size it claims.
+
+A reference comes from untrusted code, so the importing side checks everything: the handle must open,
+the range must lie inside the allocation it opened, a shared-memory file must carry this worker's token
+in its name, must not be a link, and must be exactly as large as the header says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import mmap
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cudasmith.harness.protocol import WIRE_DTYPES, dtype_name
+
+SHM_DIR = Path("/dev/shm")
+SHM_PREFIX = "cudasmith-"
+IPC_HANDLE_BYTES = 64
+
+
+class TransferError(Exception):
+    """An output reference that does not open as announced (a broken or forged reference)."""
+
+
+def _driver() -> Any:
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _check(result: tuple[Any, ...], what: str) -> Any:
+    error = result[0]
+    if int(error) != 0:
+        raise TransferError(f"{what} failed ({error})")
+    return result[1] if len(result) == 2 else result[1:]
+
+
+class Exporter:
+    """The worker's side: references to its outputs, kept alive until the next `release()`."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self._count = 0
+        self._alive: list[torch.Tensor] = []
+        self._files: list[Path] = []
+
+    def export(self, tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
+        """One JSON reference per tensor (made contiguous first)."""
+        self.release()
+        references = []
+        for tensor in tensors:
+            tensor = tensor.detach().contiguous()
+            self._alive.append(tensor)
+            spec = {"dtype": dtype_name(tensor.dtype), "shape": list(tensor.shape)}
+            nbytes = tensor.numel() * tensor.element_size()
+            if nbytes == 0:
+                references.append({**spec, "kind": "empty"})
+            elif tensor.is_cuda:
+                references.append({**spec, **self._export_cuda(tensor, nbytes)})
+            else:
+                references.append({**spec, **self._export_shared(tensor, nbytes)})
+        return references
+
+    def _export_cuda(self, tensor: torch.Tensor, nbytes: int) -> dict[str, Any]:
+        driver = _driver()
+        pointer = tensor.data_ptr()
+        base, size = _check(driver.cuMemGetAddressRange(pointer), "cuMemGetAddressRange")
+        handle = _check(driver.cuIpcGetMemHandle(base), "cuIpcGetMemHandle")
+        return {"kind": "cuda_ipc", "handle": bytes(handle.reserved).hex(), "offset": pointer - int(base),
+                "nbytes": nbytes, "allocation": int(size)}  # fmt: skip
+
+    def _export_shared(self, tensor: torch.Tensor, nbytes: int) -> dict[str, Any]:
+        self._count += 1
+        path = SHM_DIR / f"{SHM_PREFIX}{self.token}-{self._count}"
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(descriptor, nbytes)
+            with mmap.mmap(descriptor, nbytes) as mapped:
+                view = torch.frombuffer(mapped, dtype=torch.uint8)
+                view.copy_(tensor.reshape(-1).view(torch.uint8))
+                del view
+        finally:
+            os.close(descriptor)
+        self._files.append(path)
+        return {"kind": "shm", "name": path.name, "nbytes": nbytes}
+
+    def release(self) -> None:
+        """Let go of the last export (the judge has copied it by now)."""
+        self._alive.clear()
+        for path in self._files:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        self._files.clear()
+
+
+def shared_memory_available() -> bool:
+    """Whether outputs on the CPU can travel through /dev/shm here."""
+    return SHM_DIR.is_dir() and os.access(SHM_DIR, os.W_OK)
+
+
+def _expected_bytes(reference: dict[str, Any]) -> tuple[torch.dtype, list[int], int]:
+    dtype = WIRE_DTYPES.get(reference.get("dtype"))  # type: ignore[arg-type]
+    shape = reference.get("shape")
+    if dtype is None:
+        raise TransferError(f"output dtype {reference.get('dtype')!r} is not allowed")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise TransferError(f"bad output shape {shape!r}")
+    return dtype, shape, math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+
+
+class _CudaAllocation:
+    """A range of another process's device memory as a tensor, for copying out of."""
+
+    def __init__(self, pointer: int, nbytes: int) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,), "typestr": "|u1", "data": (pointer, False), "version": 2,
+        }  # fmt: skip
+
+
+def import_outputs(references: list[Any], token: str, device: str) -> list[torch.Tensor]:
+    """Copies of the outputs a worker exported, on `device`; TransferError for a bad reference."""
+    if not isinstance(references, list):
+        raise TransferError("output references are not a list")
+    copies: list[torch.Tensor] = []
+    opened: dict[str, int] = {}
+    try:
+        for reference in references:
+            if not isinstance(reference, dict):
+                raise TransferError("an output reference is not an object")
+            dtype, shape, nbytes = _expected_bytes(reference)
+            kind = reference.get("kind")
+            if kind == "empty" and nbytes == 0:
+                copies.append(torch.empty(shape, dtype=dtype, device=device))
+            elif kind == "cuda_ipc" and device.startswith("cuda"):
+                raw = _import_cuda(reference, nbytes, opened)
+                copies.append(raw.view(dtype).reshape(shape))
+            elif kind == "shm":
+                raw = _import_shared(reference, nbytes, token)
+                copies.append(raw.view(dtype).reshape(shape).to(device))
+            else:
+                raise TransferError(f"an output reference of kind {kind!r} cannot be opened here")
+        if opened:
+            torch.cuda.synchronize()  # the copies are done before the other process's memory is let go
+    finally:
+        driver = _driver() if opened else None
+        for pointer in opened.values():
+            with contextlib.suppress(Exception):
+                driver.cuIpcCloseMemHandle(pointer)  # type: ignore[union-attr]
+    return copies
+
+
+def _import_cuda(reference: dict[str, Any], nbytes: int, opened: dict[str, int]) -> torch.Tensor:
+    driver = _driver()
+    handle_hex, offset = reference.get("handle"), reference.get("offset")
+    if not isinstance(handle_hex, str) or not isinstance(offset, int) or offset < 0:
+        raise TransferError("a CUDA IPC reference lacks its handle or offset")
+    if reference.get("nbytes") != nbytes:
+        raise TransferError("a CUDA IPC reference's size does not match its shape and dtype")
+    try:
+        handle_bytes = bytes.fromhex(handle_hex)
+    except ValueError:
+        raise TransferError("a CUDA IPC handle is not hex") from None
+    if len(handle_bytes) != IPC_HANDLE_BYTES:
+        raise TransferError("a CUDA IPC handle has the wrong size")
+    if handle_hex not in opened:
+        handle = driver.CUipcMemHandle()
+        handle.reserved = handle_bytes
+        flags = driver.CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+        opened[handle_hex] = int(
+            _check(driver.cuIpcOpenMemHandle(handle, flags), "opening a CUDA IPC handle")
+        )
+    base = opened[handle_hex]
+    _, size = _check(driver.cuMemGetAddressRange(base), "cuMemGetAddressRange")
+    if offset + nbytes > int(size):
+        raise TransferError("a CUDA IPC reference points past the end of its allocation")
+    source = torch.as_tensor(_CudaAllocation(base + offset, nbytes), device="cuda")
+    return source.clone()
+
+
+def _import_shared(reference: dict[str, Any], nbytes: int, token: str) -> torch.Tensor:
+    name = reference.get("name")
+    if not isinstance(name, str) or not name.startswith(f"{SHM_PREFIX}{token}-") or "/" in name:
+        raise TransferError("a shared-memory reference names a file that is not this worker's")
+    path = SHM_DIR / name
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise TransferError(f"a shared-memory output cannot be opened ({exc.strerror})") from None
+    try:
+        if os.fstat(descriptor).st_size != nbytes:
+            raise TransferError("a shared-memory output's size does not match its shape and dtype")
+        with mmap.mmap(descriptor, nbytes, prot=mmap.PROT_READ) as mapped:
+            copy = torch.frombuffer(bytearray(mapped), dtype=torch.uint8)
+    finally:
+        os.close(descriptor)
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return copy
+
+
+def sweep_shared(token: str) -> None:
+    """Remove whatever shared-memory outputs a finished worker left behind."""
+    for path in SHM_DIR.glob(f"{SHM_PREFIX}{token}-*"):
+        with contextlib.suppress(OSError):
+            path.unlink()

@@ -1,0 +1,73 @@
+"""Classifying what ran inside a call: PyTorch compute among operators, and whose each GPU kernel is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudasmith.harness.audit import Origins, trusted_roots
+from cudasmith.harness.observe import CpuEvent, OwnKernels, audit_kernels, audit_ops, demangle
+from cudasmith.timing.activity import Activity
+
+
+def op(name: str, start: int, end: int, kind: str = "cpu_op", thread: int = 1) -> CpuEvent:
+    return CpuEvent(name, start, end, thread, kind)
+
+
+def test_compute_is_counted_where_the_candidate_called_it_not_inside() -> None:
+    events = [
+        op("aten::softmax", 0, 10), op("aten::_softmax", 1, 9),          # one call, counted once
+        op("aten::contiguous", 20, 30), op("aten::clone", 21, 29), op("aten::copy_", 22, 28),
+        op("aten::empty_like", 40, 41), op("profiler::_record_function_enter_new", 50, 51),
+        op("mylib::fused", 60, 70), op("aten::mm", 61, 69),               # inside a custom op: still PyTorch's
+    ]  # fmt: skip
+    audit = audit_ops(events)
+    assert audit.compute == {"aten::softmax": 1, "aten::mm": 1}
+    assert audit.compiled_regions == 0
+
+
+def test_only_the_marked_calls_count_and_compiled_regions_are_found() -> None:
+    marker = "cudasmith-call-1"
+    events = [
+        op(marker, 0, 100, "user_annotation"), op("aten::add", 10, 20),
+        op("aten::randint", 200, 210),                                    # the judge's, between calls
+        op(marker, 300, 400, "user_annotation"), op("Torch-Compiled Region: 0/0", 310, 390, "user_annotation"),
+        op("aten::sum", 320, 330),                                        # inside the compiled region
+    ]  # fmt: skip
+    audit = audit_ops(events, marker=marker)
+    assert audit.compute == {"aten::add": 1}
+    assert audit.compiled_regions == 1
+
+
+def _own(names: set[str]) -> OwnKernels:
+    own = OwnKernels(Origins(*trusted_roots()))
+    own._claim(names)
+    return own
+
+
+def test_kernels_are_the_candidates_only_when_its_compilers_built_them() -> None:
+    own = _own({"relu_kernel"})
+    work = [
+        Activity("relu_kernel", 0, 100), Activity("Memcpy DtoD (Device -> Device)", 100, 110, "gpu_memcpy"),
+        Activity("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)", 110, 120),
+        Activity("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)", 120, 220),
+    ]  # fmt: skip
+    audit = audit_kernels(work, own)
+    assert audit.own_ns == 100 and audit.allowed_ns == 20
+    assert list(audit.library) == [
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)"
+    ]
+    assert audit.own_share() == 100 / 220
+
+
+def test_library_names_cannot_be_claimed_as_the_candidates_own() -> None:
+    decoys = {"triton_per_fused__softmax_0", "_ZN2at6native4fillEv", "sm90_xmma_gemm_f32f32", "cublasGemv"}
+    own = _own(decoys | {"softmax_rows"})
+    assert own.names >= {"softmax_rows"} and not own.names & decoys
+    assert demangle("_ZN2at6native4fillEv") == "at::native::fill()"
+
+
+def test_measured_totals_classify_like_activities(tmp_path: Path) -> None:
+    own = _own({"add"})
+    audit = audit_kernels({"add": {"kind": "kernel", "ns": 50, "calls": 5},
+                           "ampere_sgemm_128x64_nn": {"kind": "kernel", "ns": 150, "calls": 5}}, own)  # fmt: skip
+    assert audit.own_share() == 0.25 and "ampere_sgemm_128x64_nn" in audit.library

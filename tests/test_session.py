@@ -1,0 +1,155 @@
+"""Judge sessions on the CPU: many candidates against one task, each still isolated; limits from the task;
+speedups against baselines timed in the session, whatever an earlier session left on disk."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import cudasmith
+from cudasmith import EvalOptions, Judge, Status, Verdict
+from cudasmith.errors import UsageError
+
+from conftest import ROOT, SOLUTIONS, run_cli
+
+EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
+QUICK = EvalOptions(device="cpu", seeds_per_config=1, timing=False)
+
+
+def test_a_session_judges_several_candidates_in_order_each_in_its_own_process() -> None:
+    paths = [SOLUTIONS / "vector_add_cpu.py", SOLUTIONS / "vector_add_misses_tail.py", SOLUTIONS / "segfaults.py",
+             EXPLOITS / "honest_vector_add_unrolled.py"]  # fmt: skip
+    with Judge(task="level1/vector_add", options=QUICK, candidates=len(paths)) as judge:
+        verdicts = list(judge.judge_many(paths))
+    assert [v.solution for v in verdicts] == [str(p) for p in paths]
+    assert [v.status for v in verdicts] == [
+        Status.CORRECT,
+        Status.INCORRECT,
+        Status.RUNTIME_ERROR,
+        Status.CORRECT,
+    ]
+    assert len({v.seed for v in verdicts}) == 1  # one session, one secret seed, recorded in each verdict
+
+
+def test_the_seed_of_a_verdict_replays_the_same_input_sets() -> None:
+    first = cudasmith.evaluate(SOLUTIONS / "vector_add_cpu.py", task="level1/vector_add", options=QUICK)
+    assert first.seed is not None
+    again = cudasmith.evaluate(
+        SOLUTIONS / "vector_add_cpu.py",
+        task="level1/vector_add",
+        options=EvalOptions(**{**QUICK.__dict__, "seed": first.seed}),
+    )
+    assert again.seed == first.seed
+    assert [c.rel_err for c in again.configs] == [c.rel_err for c in first.configs]
+
+
+def test_a_forward_that_never_returns_is_a_timeout_within_30_seconds() -> None:
+    verdict = cudasmith.evaluate(
+        SOLUTIONS / "loops_forever.py", task="level1/vector_add", device="cpu", timing=False
+    )
+    assert verdict.status == Status.TIMEOUT, verdict.reason
+    assert "first call" in verdict.reason and "--first-call-extra" in verdict.reason
+    assert verdict.wall_s < 30.0, verdict.wall_s
+    assert verdict.limits["first_call_extra_s"] == 10.0
+
+
+def test_time_limits_can_be_set(tmp_path: Path) -> None:
+    options = EvalOptions(device="cpu", timing=False, call_timeout_s=2.0, first_call_extra_s=0.0)
+    verdict = cudasmith.evaluate(SOLUTIONS / "loops_forever.py", task="level1/vector_add", options=options)
+    assert verdict.status == Status.TIMEOUT and "within 2 s" in verdict.reason, verdict.reason
+    sleeper = tmp_path / "sleeps_at_import.py"
+    sleeper.write_text("import time\ntime.sleep(60)\n")
+    verdict = cudasmith.evaluate(sleeper, task="level1/vector_add", device="cpu", load_timeout_s=3.0)
+    assert verdict.status == Status.TIMEOUT and "within 3 s while loading" in verdict.reason, verdict.reason
+
+
+def test_a_stale_or_tampered_cached_baseline_cannot_inflate_a_speedup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
+    options = EvalOptions(device="cpu", seeds_per_config=1, baselines=("eager",))
+    solution, task = SOLUTIONS / "vector_add_cpu.py", "level1/vector_add"
+    with Judge(task=task, options=options, candidates=1) as judge:
+        honest = judge.judge(solution)
+        assert honest.status == Status.CORRECT, honest.reason
+        # What a session keeps on disk (a quiet measurement is kept; plant one where noise kept none),
+        # inflated a hundredfold, as a stale file from a slower day or a tampered one would be.
+        for result in honest.configs:
+            config = next(c for i, c, _ in judge.selected if i == result.index)
+            path = judge.baselines._path("eager", config)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(
+                json.dumps(
+                    {"median_ms": result.baseline_ms * 100, "measured_at": "2026-01-01T00:00:00+00:00"}
+                )
+            )
+    later = cudasmith.evaluate(solution, task=task, options=options)
+    assert later.status == Status.CORRECT, later.reason
+    assert honest.speedup and later.speedup
+    # The speedup comes from this session's own timing: within noise of the first, nowhere near 100x.
+    assert 1 / 10 < later.speedup / honest.speedup < 10, (honest.speedup, later.speedup)
+    eager = later.configs[0].baselines["eager"]
+    assert eager["measured"].startswith("in this session") and eager["measured_at"]
+    assert eager["previous_session"]["time_ms"] > 20 * eager["time_ms"]  # shown beside, never used
+
+
+def test_eval_takes_several_solutions_and_a_folder_and_prints_json_lines(tmp_path: Path) -> None:
+    folder = tmp_path / "candidates"
+    folder.mkdir()
+    (folder / "a_honest.py").write_text((SOLUTIONS / "vector_add_cpu.py").read_text())
+    (folder / "b_wrong.py").write_text((SOLUTIONS / "vector_add_misses_tail.py").read_text())
+    result = run_cli("eval", str(SOLUTIONS / "vector_add_cpu.py"), str(folder), "--task", "level1/vector_add",
+                     "--device", "cpu", "--no-timing", "--seeds", "1", "--json")  # fmt: skip
+    assert result.returncode == 1, result.stderr  # one verdict is not correct
+    lines = result.stdout.strip().splitlines()
+    verdicts = [Verdict.from_dict(json.loads(line)) for line in lines]
+    assert [Path(v.solution).name for v in verdicts] == ["vector_add_cpu.py", "a_honest.py", "b_wrong.py"]
+    assert [str(v.status) for v in verdicts] == ["correct", "correct", "incorrect"]
+
+
+def test_one_solution_keeps_the_contract_of_exactly_one_json_object() -> None:
+    result = run_cli("eval", str(SOLUTIONS / "vector_add_cpu.py"), "--task", "level1/vector_add", "--device", "cpu",
+                     "--no-timing", "--seeds", "1", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["status"] == "correct"
+
+
+def test_bad_devices_and_paths_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cuda:N"):
+        Judge(task="level1/relu", device="gpu")
+    if not __import__("torch").cuda.is_available():
+        with pytest.raises(UsageError, match="no CUDA GPU"):
+            Judge(task="level1/relu", device="cuda:1")
+    with (
+        Judge(task="level1/relu", options=QUICK, candidates=0) as judge,
+        pytest.raises(UsageError, match="not a file"),
+    ):
+        judge.judge(tmp_path)
+    result = run_cli("eval", str(tmp_path), "--task", "level1/relu", "--device", "cpu")
+    assert result.returncode == 2 and "no solution files" in result.stderr
+
+
+def test_verdicts_round_trip_through_json_with_typed_statuses() -> None:
+    verdict = cudasmith.evaluate(
+        SOLUTIONS / "vector_add_misses_tail.py", task="level1/vector_add", options=QUICK
+    )
+    again = Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())))
+    assert again.status is Status.INCORRECT and again.configs[0].status is verdict.configs[0].status
+    assert again.reason == verdict.reason and again.seed == verdict.seed
+    with pytest.raises(UsageError):
+        Verdict.from_dict({"status": "harness_error", "reason": "x"})
+
+
+def test_a_session_costs_at_most_a_fraction_of_one_shot_evaluations() -> None:
+    """Three honest candidates, one-shot and in a session, side by side (benchmarks/session_cpu.py)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from session_cpu import measure
+
+    separate, together = measure(quick=True)
+    assert all(s == "correct" for s in separate.statuses + together.statuses)
+    ratio = separate.seconds / together.seconds
+    print(f"one-shot {separate.seconds:.1f} s, session {together.seconds:.1f} s: 1/{ratio:.2f}")
+    assert ratio >= 2.5, f"a session of three cost 1/{ratio:.2f} of three one-shot evaluations"

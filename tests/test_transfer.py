@@ -1,0 +1,82 @@
+"""Outputs through shared memory: copied exactly, and a forged reference refused, never followed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from cudasmith.harness.transfer import (
+    SHM_DIR,
+    Exporter,
+    TransferError,
+    import_outputs,
+    shared_memory_available,
+)
+
+pytestmark = pytest.mark.skipif(not shared_memory_available(), reason="no writable /dev/shm here")
+
+
+def test_outputs_arrive_bit_for_bit_and_the_files_are_gone() -> None:
+    exporter = Exporter("t" + os.urandom(4).hex())
+    tensors = [torch.randn(3, 5), torch.tensor([float("nan"), -0.0]), torch.arange(7, dtype=torch.int64),
+               torch.ones(2, dtype=torch.bool), torch.empty(0, 4)]  # fmt: skip
+    references = exporter.export([*tensors[:-1], tensors[-1]])
+    copies = import_outputs(references, exporter.token, "cpu")
+    for got, sent in zip(copies, tensors, strict=True):
+        assert got.dtype == sent.dtype and got.shape == sent.shape
+        assert torch.equal(got.reshape(-1).view(torch.uint8), sent.contiguous().reshape(-1).view(torch.uint8))
+    exporter.release()
+    assert not list(SHM_DIR.glob(f"cudasmith-{exporter.token}-*"))
+
+
+def test_non_contiguous_outputs_are_made_contiguous() -> None:
+    exporter = Exporter("t" + os.urandom(4).hex())
+    view = torch.randn(4, 6).t()
+    (copy,) = import_outputs(exporter.export([view]), exporter.token, "cpu")
+    assert torch.equal(copy, view)
+    exporter.release()
+
+
+def test_a_reference_to_another_workers_file_is_refused() -> None:
+    exporter = Exporter("t" + os.urandom(4).hex())
+    references = exporter.export([torch.randn(8)])
+    with pytest.raises(TransferError, match="not this worker's"):
+        import_outputs(references, "someone-else", "cpu")
+    with pytest.raises(TransferError, match="not this worker's"):
+        import_outputs([{**references[0], "name": "../etc/passwd"}], exporter.token, "cpu")
+    exporter.release()
+
+
+def test_a_size_that_does_not_match_the_header_is_refused() -> None:
+    exporter = Exporter("t" + os.urandom(4).hex())
+    (reference,) = exporter.export([torch.randn(8)])
+    with pytest.raises(TransferError, match="size does not match"):
+        import_outputs([{**reference, "shape": [16]}], exporter.token, "cpu")
+    exporter.release()
+
+
+def test_a_link_planted_in_place_of_an_output_is_not_followed(tmp_path: os.PathLike) -> None:
+    token = "t" + os.urandom(4).hex()
+    target = SHM_DIR / f"cudasmith-{token}-1"
+    secret = os.path.join(str(tmp_path), "secret")
+    with open(secret, "wb") as file:
+        file.write(b"\0" * 32)
+    os.symlink(secret, target)
+    try:
+        reference = {"kind": "shm", "name": target.name, "nbytes": 32, "dtype": "float32", "shape": [8]}
+        with pytest.raises(TransferError, match="cannot be opened"):
+            import_outputs([reference], token, "cpu")
+    finally:
+        if target.is_symlink():
+            target.unlink()
+
+
+def test_unknown_kinds_and_dtypes_are_refused() -> None:
+    with pytest.raises(TransferError):
+        import_outputs([{"kind": "pickle", "dtype": "float32", "shape": [1]}], "x", "cpu")
+    with pytest.raises(TransferError, match="dtype"):
+        import_outputs([{"kind": "shm", "dtype": "object", "shape": [1]}], "x", "cpu")
+    with pytest.raises(TransferError):
+        import_outputs({"not": "a list"}, "x", "cpu")
