@@ -47,22 +47,51 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_USAGE)
 
 
+def _solution_files(paths: list[Path]) -> list[Path]:
+    """The solution files named: files as given, folders as their *.py files in name order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.glob("*.py") if p.is_file())
+            if not inside:
+                raise UsageError(f"{path} is a folder with no solution files (*.py) in it")
+            found += inside
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UsageError(f"solution file not found: {path}")
+    return found
+
+
 @app.command("eval")
 def eval_command(
-    solution: Annotated[Path, typer.Argument(help="Solution file defining ModelNew.", show_default=False)],
+    solutions: Annotated[
+        list[Path],
+        typer.Argument(help="Solution files defining ModelNew, or folders of them.", show_default=False),
+    ],
     task: Annotated[
         str | None, typer.Option("--task", "-t", help="Built-in task, e.g. level1/softmax.")
     ] = None,
     problem: Annotated[
         Path | None, typer.Option("--problem", "-p", help="Problem file (KernelBench format works).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON object on stdout (JSON Lines, one per solution, for several)."
+        ),
+    ] = False,
     device: Annotated[
         str | None,
-        typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
+        typer.Option(
+            "--device", "-d", help="cuda, cuda:N or cpu \\[default: cuda when a GPU is visible, else cpu]"
+        ),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(help="Fix the secret seed to reproduce a run (default: fresh each run).")
+        int | None,
+        typer.Option(
+            help="The secret seed (every verdict records the one it used): the same input sets again."
+        ),
     ] = None,
     seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
@@ -81,31 +110,49 @@ def eval_command(
         str | None,
         typer.Option(
             help="Baselines timed beside eager PyTorch: compile, compile-max-autotune, expert, comma-separated "
-            "\\[default: all on a GPU, expert on the CPU]"
+            "\\[default: compile and expert on a GPU, expert on the CPU]"
         ),
     ] = None,
-    fresh_baselines: Annotated[
-        bool,
-        typer.Option("--fresh-baselines", help="Time the baselines again instead of using cached times."),
-    ] = False,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--time-limit",
+            help="Seconds one call of forward may take \\[default: 100x the reference's own time, at least 5 s]",
+            show_default=False,
+        ),
+    ] = None,
+    first_call_extra: Annotated[
+        float,
+        typer.Option(
+            "--first-call-extra",
+            help="Seconds added to the first call's limit (JIT compilation, autotuning).",
+        ),
+    ] = 10.0,
+    load_time_limit: Annotated[
+        float,
+        typer.Option(
+            "--load-time-limit", help="Seconds importing the solution may take, its compilation included."
+        ),
+    ] = 120.0,
 ) -> None:
-    """Judge SOLUTION against a task: correct on every config and input set, and how fast.
+    """Judge SOLUTIONS against a task: correct on every config and input set, and how fast.
 
-    Exit code 0 when correct, 1 for any other verdict, 2 for bad usage.
+    Several solutions (or folders of them) are judged in one session: the reference outputs, the baselines
+    and warm workers are shared, so each costs seconds; each still runs in a fresh, isolated process.
+
+    Exit code 0 when every verdict is correct, 1 for any other verdict, 2 for bad usage.
 
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
-    from cudasmith.api import default_device, resolve_problem
     from cudasmith.harness.baselines import parse_baselines
-    from cudasmith.harness.runner import EvalOptions, evaluate
-    from cudasmith.report.verdict_table import print_verdict, progress_bar
+    from cudasmith.harness.options import EvalOptions, default_device
+    from cudasmith.harness.session import Judge, resolve_problem
+    from cudasmith.report.verdict_table import print_summary, print_verdict, progress_bar
 
+    verdicts = []
     with one_line_errors():
         loaded = resolve_problem(task, problem)
-        if not solution.is_file():
-            raise UsageError(f"solution file not found: {solution}")
-        if seeds < 1:
-            raise UsageError("--seeds must be at least 1")
+        files = _solution_files(solutions)
         options = EvalOptions(
             device=device or default_device(),
             seed=seed,
@@ -114,15 +161,25 @@ def eval_command(
             baselines=parse_baselines(baselines) if baselines else None,
             l2_state=l2,
             graph=graph,
-            baseline_cache=not fresh_baselines,
+            call_timeout_s=time_limit,
+            first_call_extra_s=first_call_extra,
+            load_timeout_s=load_time_limit,
         )
-        with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
-            verdict = evaluate(solution, loaded, options, progress)
-    if as_json:
-        sys.stdout.write(json.dumps(verdict.to_dict(samples=samples), indent=2) + "\n")
-    else:
-        print_verdict(verdict)
-    raise typer.Exit(EXIT_CORRECT if verdict.correct else EXIT_VERDICT)
+        with (
+            progress_bar(enabled=not as_json and stderr.is_terminal) as progress,
+            Judge(loaded, options, progress, candidates=len(files)) as judge,
+        ):
+            for verdict in judge.judge_many(files):
+                verdicts.append(verdict)
+                if as_json:
+                    indent = 2 if len(files) == 1 else None
+                    sys.stdout.write(json.dumps(verdict.to_dict(samples=samples), indent=indent) + "\n")
+                    sys.stdout.flush()
+                else:
+                    print_verdict(verdict)
+    if not as_json and len(verdicts) > 1:
+        print_summary(verdicts)
+    raise typer.Exit(EXIT_CORRECT if verdicts and all(v.correct for v in verdicts) else EXIT_VERDICT)
 
 
 def _unloaded(listing: Any) -> list[dict[str, str]]:
@@ -326,7 +383,7 @@ def ask_command(
     Example: [bold]cudasmith ask level1/softmax --model openai:gpt-5-mini -n 4 --device cpu[/]
     """
     with one_line_errors():
-        from cudasmith.harness.runner import EvalOptions
+        from cudasmith.harness.options import EvalOptions
         from cudasmith.llm.config import load_llm_config
         from cudasmith.report.verdict_table import progress_bar
         from cudasmith.search.ask import ask, load_problem_or_task
