@@ -30,7 +30,7 @@ class ModelRecord:
 
 
 class Ensemble:
-    """Models with weights; `pick` draws one, `record_*` keep the counts it draws by."""
+    """Models with weights; `pick` draws one, `record_*` keep the counts it draws by (of its own models)."""
 
     def __init__(
         self, models: list[str], weights: tuple[float, ...] = (), cost_sensitivity: float = 0.5
@@ -61,7 +61,9 @@ class Ensemble:
 
     def record_answer(self, model: str, cost_usd: float | None) -> None:
         """Count one answer of a model and what it cost (None: unknown, left out of its mean)."""
-        record = self.records.setdefault(model, ModelRecord())
+        record = self.records.get(model)
+        if record is None:
+            return
         record.answers += 1
         if cost_usd is not None:
             record.priced_answers += 1
@@ -69,5 +71,5 @@ class Ensemble:
 
     def record_verdict(self, model: str, correct: bool) -> None:
         """Count a judged candidate of a model."""
-        if correct:
-            self.records.setdefault(model, ModelRecord()).correct += 1
+        if correct and model in self.records:
+            self.records[model].correct += 1
