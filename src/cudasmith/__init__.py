@@ -14,6 +14,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "evaluate": "cudasmith.api",
     "ask": "cudasmith.search.ask",
+    "optimize": "cudasmith.search.optimize",
+    "OptimizeResult": "cudasmith.search.optimize",
+    "OptimizeConfig": "cudasmith.search.config",
+    "RunStore": "cudasmith.store",
     "EvalOptions": "cudasmith.harness.runner",
     "Verdict": "cudasmith.harness.verdict",
     "ConfigResult": "cudasmith.harness.verdict",

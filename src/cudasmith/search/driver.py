@@ -2,10 +2,9 @@
 waits for an answer when there is work, and no more calls are made than it can keep up with.
 
 A strategy proposes; the driver stores each proposal and call before it is sent, parses the answers
-into candidates, drops duplicates before the judge (novelty), reuses cached verdicts, asks the optional
-verifier (which only orders the judge's queue), judges one candidate at a time on a thread, adds the
-hardware's facts (ptxas; Nsight Compute for each new best) and tells the strategy when all candidates
-of a proposal are settled. Everything is in the run store as it happens, so a run killed at any point
+into candidates and hands them to `admission` (novelty, the evaluation cache, the optional verifier,
+the judge one candidate at a time, the hardware's facts), and tells the strategy when all candidates of
+a proposal are settled. Everything is in the run store as it happens, so a run killed at any point
 resumes (`restore`) with no stored answer asked for again and no stored verdict judged again.
 """
 
@@ -16,27 +15,23 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import BudgetExhausted, LLMError
 from cudasmith.llm import Budget, LLMClient, LLMConfig, request_for
+from cudasmith.search.admission import Admission
 from cudasmith.search.convert import (
     candidate_from_record,
-    no_solution_verdict,
     prompt_from_request,
     request_from_dict,
     request_to_dict,
 )
 from cudasmith.search.ensemble import Ensemble
 from cudasmith.search.judge import JudgeSession
-from cudasmith.search.novelty import NoveltyFilter
 from cudasmith.search.parsing import parse_answer
-from cudasmith.search.resources import describe_resources, ptxas_resources
-from cudasmith.search.strategies.base import Candidate, Proposal, SearchContext, Strategy, best, rank
-from cudasmith.search.verifier import PRIORITY, parse_opinion, verifier_prompt
+from cudasmith.search.strategies.base import Candidate, Proposal, SearchContext, Strategy, best
 from cudasmith.store import CacheKey, CallRecord, CandidateRecord, Run, RunStore, code_hash
 
 # After this many calls in a row failed for good (retries spent), the run stops: the model is down.
@@ -60,6 +55,10 @@ class Search:
     run_dir: Path
     verifier: str | None = None
     on_change: Callable[[Snapshot], None] | None = None
+    # Refuse candidates that repeat earlier ones before judging them (`ask` judges every answer).
+    novelty: bool = True
+    # The name of a candidate's file in the run directory, from its key and id.
+    file_name: Callable[[str, int], str] = lambda key, candidate_id: f"c{candidate_id}.py"
 
 
 @dataclass
@@ -85,6 +84,7 @@ class Outcome:
     judge_busy_s: float = 0.0
     judge_idle_waiting_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    failures: list[LLMError] = field(default_factory=list)
 
 
 class Driver:
@@ -93,21 +93,17 @@ class Driver:
     def __init__(self, search: Search) -> None:
         self.s = search
         self.tasks: dict[asyncio.Task[None], str] = {}
-        self.queue: list[int] = []
-        self.waiting_for_judge: dict[int, Candidate] = {}
         self.proposals: dict[str, Proposal] = {}
         self.members: dict[str, list[int]] = {}
         self.unsettled: dict[str, set[int]] = {}
         self.settled: set[str] = set()
-        self.opinions: dict[int, str] = {}
-        self.novelty = NoveltyFilter(search.context.config.novelty_threshold)
         self.rng = random.Random(f"{search.context.seed}/models")
         self.observed = 0
         self.failed_in_a_row = 0
         self.stop_reason: str | None = None
         self.outcome = Outcome(stop_reason="")
         self.latencies: list[float] = []
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="cudasmith-judge")
+        self.admission = Admission(search, self.outcome, self._observe, self._spawn, self._complete)
 
     async def run(self) -> Outcome:
         """Search until the strategy is finished, the budget is spent or the model keeps failing."""
@@ -115,7 +111,8 @@ class Driver:
         try:
             while True:
                 self._fill()
-                self._judge_next()
+                if "judge" not in self.tasks.values():
+                    self.admission.judge_next()
                 if not self.tasks:
                     break
                 waiting = self._judge_waits_for_answers()
@@ -130,7 +127,7 @@ class Driver:
         finally:
             for task in self.tasks:
                 task.cancel()
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.admission.pool.shutdown(wait=False, cancel_futures=True)
         self.outcome.stop_reason = self.stop_reason or self.s.strategy.finished() or "nothing left to propose"
         return self.outcome
 
@@ -143,7 +140,7 @@ class Driver:
     def _judge_waits_for_answers(self) -> bool:
         """The judge has nothing to do while model calls that will give it work are in flight."""
         judging = "judge" in self.tasks.values()
-        return not judging and not self.queue and self._calls_in_flight() > 0
+        return not judging and not self.admission.queue and self._calls_in_flight() > 0
 
     # Proposals and model calls.
 
@@ -152,7 +149,7 @@ class Driver:
             self.stop_reason = reason
         config = self.s.context.config
         room = config.max_in_flight - self._calls_in_flight()
-        if self.stop_reason is not None or room <= 0 or len(self.queue) >= config.max_queued:
+        if self.stop_reason is not None or room <= 0 or len(self.admission.queue) >= config.max_queued:
             return
         try:
             self.s.budget.check()
@@ -212,6 +209,7 @@ class Driver:
         except LLMError as exc:
             self.s.store.finish_call(call.id, [], str(exc))
             self.outcome.errors.append(str(exc))
+            self.outcome.failures.append(exc)
             if isinstance(exc, BudgetExhausted):
                 self.stop_reason = str(exc)
             return None
@@ -263,122 +261,7 @@ class Driver:
         if not records:
             self._settle(proposal)
         for record in records:
-            self._admit(record, near)
-
-    def _admit(self, record: CandidateRecord, near: bool) -> None:
-        store, run_id = self.s.store, self.s.run.id
-        candidate = candidate_from_record(record)
-        if candidate.verdict is not None or candidate.skipped is not None:
-            self._observe(candidate, record.observed)
-            return
-        if candidate.source is None:
-            verdict = no_solution_verdict(
-                self.s.context.problem,
-                self.s.run.device_name,
-                record.parse.get("reason", ""),
-                record.parse.get("notes", []),
-            )
-            store.record_verdict(candidate.id, verdict.to_dict(), self.s.cache_key, None, run_id)
-            candidate.verdict = verdict
-            self._observe(candidate)
-            return
-        if why := self.novelty.why_not_novel(candidate.source, near):
-            store.update_candidate(candidate.id, skipped=why)
-            candidate.skipped = why
-            self._observe(candidate)
-            return
-        self.novelty.add(candidate.id, candidate.source)
-        cached = store.cached_verdict(code_hash(candidate.source), self.s.cache_key)
-        if cached is not None:
-            store.use_cached_verdict(candidate.id, cached.id)
-            candidate.verdict = candidate_from_record(store.candidate(candidate.id)).verdict
-            self._observe(candidate)
-            return
-        path = self.s.run_dir / f"c{candidate.id}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(candidate.source)
-        store.update_candidate(candidate.id, path=str(path))
-        self.waiting_for_judge[candidate.id] = candidate
-        self.queue.append(candidate.id)
-        if record.verifier is not None:
-            self.opinions[candidate.id] = record.verifier["verdict"]
-        elif self.s.verifier is not None:
-            self._spawn(self._verify(candidate), "verify")
-
-    async def _verify(self, candidate: Candidate) -> None:
-        context = self.s.context
-        assert self.s.verifier is not None and candidate.source is not None
-        prompt = verifier_prompt(
-            context.builder, context.problem, context.device, context.hardware, candidate.source
-        )
-        request = request_for(prompt.messages(), 1, self.s.llm_config)
-        call = self.s.store.start_call(
-            self.s.run.id,
-            f"verify/{candidate.id}",
-            "verify",
-            self.s.verifier,
-            request_to_dict(request),
-            {"candidate": candidate.id},
-        )
-        answered = await self._complete(call)
-        if answered is None or not answered.completions:
-            return
-        opinion = {**parse_opinion(answered.completions[0].text), "model": self.s.verifier}
-        self.s.store.update_candidate(candidate.id, verifier=opinion)
-        self.opinions[candidate.id] = opinion["verdict"]
-
-    def _judge_next(self) -> None:
-        if "judge" in self.tasks.values() or not self.queue:
-            return
-        self.queue.sort(key=lambda cid: (PRIORITY.get(self.opinions.get(cid), 1), cid))
-        self._spawn(self._judge(self.waiting_for_judge.pop(self.queue.pop(0))), "judge")
-
-    async def _judge(self, candidate: Candidate) -> None:
-        loop = asyncio.get_running_loop()
-        context, store = self.s.context, self.s.store
-        assert candidate.source is not None
-        path = self.s.run_dir / f"c{candidate.id}.py"
-        arch = context.hardware.target
-        resources = None
-        if context.device.startswith("cuda") and arch:
-            resources = asyncio.ensure_future(asyncio.to_thread(ptxas_resources, candidate.source, arch))
-        started = time.monotonic()
-        verdict = await loop.run_in_executor(self.pool, self.s.judge.judge, path)
-        wall_s = time.monotonic() - started
-        candidate.verdict = verdict
-        facts = []
-        if resources is not None and (found := await resources):
-            candidate.meta.update(ptxas=[asdict(r) for r in found], arch=arch)
-            facts.append(describe_resources(found, arch or ""))
-        if self._is_new_best(candidate) and context.config.profile and context.device.startswith("cuda"):
-            profile = await loop.run_in_executor(self.pool, self._profile, candidate, path)
-            candidate.meta["profile"] = asdict(profile)
-            facts.append(profile.describe())
-        self.outcome.judge_busy_s += time.monotonic() - started
-        candidate.facts = tuple(facts)
-        store.record_verdict(
-            candidate.id,
-            verdict.to_dict(),
-            self.s.cache_key,
-            code_hash(candidate.source),
-            self.s.run.id,
-            wall_s,
-        )
-        store.update_candidate(candidate.id, meta=candidate.meta)
-        self._observe(candidate)
-
-    def _is_new_best(self, candidate: Candidate) -> bool:
-        top = best(list(self.s.context.candidates.values()))
-        return candidate.correct and (top is None or rank(candidate) < rank(top))
-
-    def _profile(self, candidate: Candidate, path: Path) -> Any:
-        from cudasmith.harness.nsight import profile
-
-        assert candidate.verdict is not None
-        public = [c for c in candidate.verdict.configs if not c.hidden and isinstance(c.config, dict)]
-        slowest = max(public, key=lambda c: c.time_ms or 0.0, default=None)
-        config = slowest.config if slowest is not None and isinstance(slowest.config, dict) else {}
-        return profile(path, self.s.context.problem.path, config, self.s.run.secret_seed or 0)
+            self.admission.admit(record, near)
 
     # Settling.
 
@@ -436,7 +319,7 @@ class Driver:
                     candidate = candidate_from_record(records[cid])
                     self.s.context.candidates[cid] = candidate
                     if candidate.source is not None and candidate.skipped is None:
-                        self.novelty.add(cid, candidate.source)
+                        self.admission.novelty.add(cid, candidate.source)
                 self._settle(self.proposals[key])
         for key, proposal in self.proposals.items():
             if key in self.settled:
@@ -456,7 +339,7 @@ class Driver:
             Snapshot(
                 progress=self.s.strategy.progress(),
                 judged=sum(c.verdict is not None for c in candidates),
-                queued=len(self.queue),
+                queued=len(self.admission.queue),
                 judging="judge" in self.tasks.values(),
                 calls_in_flight=self._calls_in_flight(),
                 best=best(candidates),
@@ -465,3 +348,12 @@ class Driver:
                 idle_s=self.outcome.judge_idle_waiting_s,
             )
         )
+
+
+async def drive(search: Search) -> Outcome:
+    """Run a search to its end, then close its model clients."""
+    try:
+        return await Driver(search).run()
+    finally:
+        for client in search.clients.values():
+            await client.close()

@@ -19,7 +19,7 @@ from cudasmith.harness.runner import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
 from cudasmith.search.config import OptimizeConfig, load_optimize_config
-from cudasmith.search.driver import Driver, Outcome, Search, Snapshot
+from cudasmith.search.driver import Search, Snapshot, drive
 from cudasmith.search.ensemble import Ensemble
 from cudasmith.search.hardware import describe_hardware
 from cudasmith.search.judge import Judge, JudgeFactory, cache_key
@@ -109,14 +109,6 @@ def _resumed(store: RunStore, run_id: str) -> tuple[Run, Problem, OptimizeConfig
     return run, problem, config, _judge_options(run.options["judge"], run.secret_seed)
 
 
-async def _drive(search: Search) -> Outcome:
-    try:
-        return await Driver(search).run()
-    finally:
-        for client in search.clients.values():
-            await client.close()
-
-
 def optimize(
     problem: Problem | str | Path | None = None,
     models: str | Sequence[str] | None = None,
@@ -200,7 +192,7 @@ def optimize(
                 verifier=config.verifier,
                 on_change=on_change,
             )
-            outcome = asyncio.run(_drive(search))
+            outcome = asyncio.run(drive(search))
     except KeyboardInterrupt:
         run_store.update_run(run.id, status="stopped", stop_reason="interrupted")
         raise
