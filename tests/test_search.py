@@ -214,3 +214,26 @@ def test_a_verdict_is_judged_once_per_code_task_device_and_judge(tmp_path: Path)
     assert [c.text for c in replayed] == answers, "replay: serves a store's latest run"
     earlier = load_recording(Path(f"{tmp_path / 'runs.db'}#{first.run_id}"))  # type: ignore[attr-defined]
     assert len(earlier) == 2
+
+
+def test_the_gpu_benchmarks_kernels_compile_with_nvrtc_except_the_broken_one() -> None:
+    pytest.importorskip("cuda.bindings")
+    from cudasmith.errors import CompileError
+    from cudasmith.runtime.cuda import _nvrtc_compile
+
+    kernels = Path(__file__).resolve().parents[1] / "benchmarks" / "optimize_gpu_kernels"
+    compiled = {}
+    for path in sorted(kernels.glob("*.py")):
+        for source, name in cuda_kernels(path.read_text()):
+            try:
+                compiled[name] = bool(_nvrtc_compile(source, name, ["--gpu-architecture=sm_90a"])[0])
+            except CompileError as exc:
+                compiled[name] = str(exc)
+    assert compiled == {
+        "add_broken": 'NVRTC: kernel.cu(4): error: identifier "undeclared_offset" is undefined',
+        "add_few_blocks": True,
+        "add_full_grid": True,
+        "add_one_block": True,
+        "add_wrong": True,
+    }
+    assert [t.name for t in declared_tunables((kernels / "full_grid.py").read_text())] == ["BLOCK"]

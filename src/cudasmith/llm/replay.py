@@ -5,11 +5,13 @@ The path is a JSONL file, a run directory holding `responses.jsonl` (what `cudas
 or a run store (`runs/cudasmith.db`: its latest run; `runs/cudasmith.db#RUN` for another), whose
 proposals' answers are served in the order they were asked. Each JSONL line is a recorded call
 `{"completions": [{"text": …, "finish_reason": …, …}, …]}`, a single completion `{"text": …}`, or a bare
-JSON string.
+JSON string. A completion whose `extra` holds `delay_s` is served after that many seconds: a model's
+latency, simulated (benchmarks/optimize_gpu.py measures how long the judge waits for answers with it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -87,5 +89,8 @@ class ReplayProvider(Provider):
             )
         batch = self.recorded[self.served : self.served + request.n]
         self.served += len(batch)
+        delay = max(float(c.extra.get("delay_s", 0.0)) for c in batch)
+        if delay > 0:
+            await asyncio.sleep(delay)
         # The money was spent when they were recorded, not now.
         return [Completion(**{**c.to_dict(), "cost_usd": 0.0}) for c in batch]
