@@ -117,6 +117,9 @@ def parse_metrics(text: str) -> NcuProfile:
 
 def _run_ncu(ncu: str, metrics: list[str], program: list[str], timeout_s: float) -> tuple[str, str]:
     env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
+    # The child imports cudasmith from wherever this process did (an uninstalled checkout included).
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory() as directory:
         log = Path(directory) / "ncu.csv"
         command = [ncu, "--profile-from-start", "off", "--csv", "--metrics", ",".join(metrics)]

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cudasmith.errors import UsageError
+from cudasmith.errors import CudasmithError, UsageError
 from cudasmith.harness.runner import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
@@ -195,6 +195,9 @@ def optimize(
             outcome = asyncio.run(drive(search))
     except KeyboardInterrupt:
         run_store.update_run(run.id, status="stopped", stop_reason="interrupted")
+        raise
+    except CudasmithError as exc:
+        run_store.update_run(run.id, status="failed", stop_reason=str(exc))
         raise
     top = best(list(context.candidates.values()))
     best_path = None

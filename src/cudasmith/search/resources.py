@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 # A child compiling a handful of kernels finishes in seconds; this bounds a pathological source.
 PTXAS_TIMEOUT_S = 120.0
@@ -105,10 +107,17 @@ def ptxas_resources(source: str, arch: str) -> list[KernelResources]:
     kernels = cuda_kernels(source)
     if not kernels:
         return []
+    # The child imports cudasmith from wherever this process did (an uninstalled checkout included).
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p),
+    }
     try:
         done = subprocess.run(
             [sys.executable, "-m", "cudasmith.search.resources", arch],
             input=json.dumps(kernels),
+            env=env,
             capture_output=True,
             text=True,
             timeout=PTXAS_TIMEOUT_S,
