@@ -243,7 +243,7 @@ def test_the_live_panel_and_the_summary_table_say_what_the_run_did(tmp_path: Pat
     from rich.console import Console
 
     from cudasmith.report.optimize_view import print_summary, render_snapshot
-    from cudasmith.search.driver import Snapshot
+    from cudasmith.search.state import Snapshot
     from cudasmith.search.strategies.base import Candidate
 
     verdict = Verdict(
@@ -266,3 +266,56 @@ def test_the_live_panel_and_the_summary_table_say_what_the_run_did(tmp_path: Pat
     assert "best: candidate 1" in table and "correct 1, incorrect 1" in table
     assert "US$0.0000; 0 tokens in, 0 out" in table, "replayed answers cost nothing now"
     assert f"resume with --resume {result.run_id}" in table  # type: ignore[attr-defined]
+
+
+class FailingJudge(ScriptedJudge):
+    """A judge that breaks down on its third candidate (the harness failing, not the candidate)."""
+
+    def judge(self, path: Path) -> Verdict:
+        if len(ScriptedJudge.calls) == 2:
+            from cudasmith.errors import HarnessError
+
+            raise HarnessError("the reference worker died")
+        return super().judge(path)
+
+
+def test_an_evolve_run_broken_off_resumes_without_asking_or_judging_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cudasmith.errors import HarnessError
+    from cudasmith.search.config import EvolveConfig
+
+    from fake_llm import FakeLLMServer, Reply, openai_body
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
+    islands = EvolveConfig(islands=2, migration_interval=1)
+    config = OptimizeConfig(strategy="evolve", n=3, depth=2, max_in_flight=1, max_queued=1, evolve=islands)
+    answers = [solution(f"correct 1.{k}", f"K = {k}") for k in range(6)]
+    arguments = {"store": tmp_path / "runs.db", "config": config}
+    with FakeLLMServer().running() as server:
+        server.default = Reply(openai_body("prose"))
+        server.push(*(Reply(openai_body(text)) for text in answers))
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        ScriptedJudge.calls = []
+        with pytest.raises(HarnessError):
+            optimize(
+                PROBLEMS / "add_small.py",
+                "openai:fake",
+                device="cpu",
+                judge_factory=FailingJudge,
+                **arguments,
+            )
+        with RunStore(tmp_path / "runs.db") as store:
+            [run] = store.runs()
+            assert (run.status, run.stop_reason) == ("failed", "the reference worker died")
+        asked_before = len(server.seen)
+        result = optimize(resume=run.id, judge_factory=ScriptedJudge, **arguments)
+    assert (
+        result.summary["counts"] == {"correct": 6} and result.summary["stop_reason"] == "all 6 proposals made"
+    )
+    assert len(server.seen) == 6, f"{asked_before} asked before the break, none of them again"
+    assert len(ScriptedJudge.calls) == len(set(ScriptedJudge.calls)) == 6, "nothing judged twice"
+    with RunStore(tmp_path / "runs.db") as store:
+        keys = [c.key for c in store.calls(run.id)]
+        assert keys == [f"g{k}" for k in range(6)]
+        assert store.events(run.id, "migration"), "the restored islands go on migrating"

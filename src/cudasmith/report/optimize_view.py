@@ -14,7 +14,7 @@ from rich.text import Text
 
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.report.verdict_table import STATUS_STYLE
-from cudasmith.search.driver import Snapshot
+from cudasmith.search.state import Snapshot
 
 
 def _speedups(speedups: dict[str, float]) -> str:

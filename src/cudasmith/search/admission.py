@@ -13,18 +13,16 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cudasmith.llm import request_for
 from cudasmith.search.convert import candidate_from_record, no_solution_verdict, request_to_dict
 from cudasmith.search.novelty import NoveltyFilter
 from cudasmith.search.resources import describe_resources, ptxas_resources
+from cudasmith.search.state import Search
 from cudasmith.search.strategies.base import Candidate, best, rank
 from cudasmith.search.verifier import PRIORITY, parse_opinion, verifier_prompt
 from cudasmith.store import CallRecord, CandidateRecord, code_hash
-
-if TYPE_CHECKING:
-    from cudasmith.search.driver import Outcome, Search
 
 
 class Admission:
@@ -33,13 +31,11 @@ class Admission:
     def __init__(
         self,
         search: Search,
-        outcome: Outcome,
         observe: Callable[[Candidate, int | None], None],
         spawn: Callable[[Coroutine[Any, Any, None], str], None],
         complete: Callable[[CallRecord], Awaitable[CallRecord | None]],
     ) -> None:
         self.s = search
-        self.outcome = outcome
         self._observe = observe
         self._spawn = spawn
         self._complete = complete
@@ -134,6 +130,15 @@ class Admission:
         started = time.monotonic()
         verdict = await loop.run_in_executor(self.pool, self.s.judge.judge, path)
         wall_s = time.monotonic() - started
+        # Stored at once: a run killed while the facts below are gathered does not judge it again.
+        store.record_verdict(
+            candidate.id,
+            verdict.to_dict(),
+            self.s.cache_key,
+            code_hash(candidate.source),
+            self.s.run.id,
+            wall_s,
+        )
         candidate.verdict = verdict
         facts = []
         if resources is not None and (found := await resources):
@@ -143,16 +148,7 @@ class Admission:
             profile = await loop.run_in_executor(self.pool, self._profile, candidate, path)
             candidate.meta["profile"] = asdict(profile)
             facts.append(profile.describe())
-        self.outcome.judge_busy_s += time.monotonic() - started
         candidate.facts = tuple(facts)
-        store.record_verdict(
-            candidate.id,
-            verdict.to_dict(),
-            self.s.cache_key,
-            code_hash(candidate.source),
-            self.s.run.id,
-            wall_s,
-        )
         store.update_candidate(candidate.id, meta=candidate.meta)
         self._observe(candidate, None)
 

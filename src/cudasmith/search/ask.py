@@ -173,10 +173,11 @@ def ask(
     from cudasmith.hardware import device_name
     from cudasmith.harness.version import harness_version
     from cudasmith.search.config import OptimizeConfig
-    from cudasmith.search.driver import Search, drive
+    from cudasmith.search.driver import drive
     from cudasmith.search.ensemble import Ensemble
     from cudasmith.search.hardware import describe_hardware
     from cudasmith.search.judge import Judge, cache_key
+    from cudasmith.search.state import Search
     from cudasmith.search.strategies import OneShot, SearchContext
     from cudasmith.store import Run, RunStore
 

@@ -14,13 +14,12 @@ import asyncio
 import random
 import statistics
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Coroutine
+from dataclasses import replace
 from typing import Any
 
 from cudasmith.errors import BudgetExhausted, LLMError
-from cudasmith.llm import Budget, LLMClient, LLMConfig, request_for
+from cudasmith.llm import request_for
 from cudasmith.search.admission import Admission
 from cudasmith.search.convert import (
     candidate_from_record,
@@ -28,63 +27,13 @@ from cudasmith.search.convert import (
     request_from_dict,
     request_to_dict,
 )
-from cudasmith.search.ensemble import Ensemble
-from cudasmith.search.judge import JudgeSession
 from cudasmith.search.parsing import parse_answer
-from cudasmith.search.strategies.base import Candidate, Proposal, SearchContext, Strategy, best
-from cudasmith.store import CacheKey, CallRecord, CandidateRecord, Run, RunStore, code_hash
+from cudasmith.search.state import Outcome, Search, Snapshot
+from cudasmith.search.strategies.base import Candidate, Proposal, best
+from cudasmith.store import CallRecord, CandidateRecord, code_hash
 
 # After this many calls in a row failed for good (retries spent), the run stops: the model is down.
 MAX_FAILED_CALLS_IN_A_ROW = 3
-
-
-@dataclass
-class Search:
-    """Everything one run of the driver needs (`cudasmith.search.optimize` makes it)."""
-
-    store: RunStore
-    run: Run
-    strategy: Strategy
-    context: SearchContext
-    clients: dict[str, LLMClient]
-    budget: Budget
-    ensemble: Ensemble
-    llm_config: LLMConfig
-    judge: JudgeSession
-    cache_key: CacheKey
-    run_dir: Path
-    verifier: str | None = None
-    on_change: Callable[[Snapshot], None] | None = None
-    # Refuse candidates that repeat earlier ones before judging them (`ask` judges every answer).
-    novelty: bool = True
-    # The name of a candidate's file in the run directory, from its key and id.
-    file_name: Callable[[str, int], str] = lambda key, candidate_id: f"c{candidate_id}.py"
-
-
-@dataclass
-class Snapshot:
-    """Where a run stands, for the live display."""
-
-    progress: str
-    judged: int
-    queued: int
-    judging: bool
-    calls_in_flight: int
-    best: Candidate | None
-    spent_usd: float
-    latency_s: float | None
-    idle_s: float
-
-
-@dataclass
-class Outcome:
-    """How the driver's work ended: why it stopped, and where the judge's time went."""
-
-    stop_reason: str
-    judge_busy_s: float = 0.0
-    judge_idle_waiting_s: float = 0.0
-    errors: list[str] = field(default_factory=list)
-    failures: list[LLMError] = field(default_factory=list)
 
 
 class Driver:
@@ -103,7 +52,7 @@ class Driver:
         self.stop_reason: str | None = None
         self.outcome = Outcome(stop_reason="")
         self.latencies: list[float] = []
-        self.admission = Admission(search, self.outcome, self._observe, self._spawn, self._complete)
+        self.admission = Admission(search, self._observe, self._spawn, self._complete)
 
     async def run(self) -> Outcome:
         """Search until the strategy is finished, the budget is spent or the model keeps failing."""
@@ -160,25 +109,28 @@ class Driver:
             self._start(proposal)
 
     def _start(self, proposal: Proposal) -> None:
-        if proposal.prompt is not None and proposal.model is None:
-            proposal = replace(proposal, model=self.s.ensemble.pick(self.rng))
+        call = None
+        if proposal.prompt is not None:
+            model = proposal.model or self.s.ensemble.pick(self.rng)
+            request = request_for(proposal.prompt.messages(), proposal.n, self.s.llm_config)
+            # Stored before the proposal's event: a run killed between the two proposes the same key
+            # again and finds this call (the store returns it as first stored).
+            call = self.s.store.start_call(
+                self.s.run.id,
+                proposal.key,
+                "propose",
+                model,
+                request_to_dict(request),
+                replace(proposal, model=model).to_dict(),
+            )
+            proposal = replace(proposal, model=call.model)
         self.s.store.add_event(self.s.run.id, f"proposal/{proposal.key}", "proposal", proposal.to_dict())
         self.proposals[proposal.key] = proposal
         self.s.strategy.proposed(proposal)
-        if proposal.prompt is None:
+        if call is None:
             self._admit_all(proposal, self._variants(proposal), near=False)
-            return
-        assert proposal.model is not None
-        request = request_for(proposal.prompt.messages(), proposal.n, self.s.llm_config)
-        call = self.s.store.start_call(
-            self.s.run.id,
-            proposal.key,
-            "propose",
-            proposal.model,
-            request_to_dict(request),
-            proposal.to_dict(),
-        )
-        self._spawn(self._ask(proposal, call), "propose")
+        else:
+            self._spawn(self._ask(proposal, call), "propose")
 
     def _variants(self, proposal: Proposal) -> list[CandidateRecord]:
         """The candidates a proposal brought without a model (tunable variants)."""

@@ -19,11 +19,12 @@ from cudasmith.harness.runner import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
 from cudasmith.search.config import OptimizeConfig, load_optimize_config
-from cudasmith.search.driver import Search, Snapshot, drive
+from cudasmith.search.driver import drive
 from cudasmith.search.ensemble import Ensemble
 from cudasmith.search.hardware import describe_hardware
 from cudasmith.search.judge import Judge, JudgeFactory, cache_key
 from cudasmith.search.prompts import PromptBuilder
+from cudasmith.search.state import Search, Snapshot
 from cudasmith.search.strategies import STRATEGIES, SearchContext, best
 from cudasmith.search.summary import summarize
 from cudasmith.store import Run, RunStore, new_run_id
