@@ -191,16 +191,20 @@ def kernelbench_ms(launch: Callable[[], None], device: str) -> float:
 
 
 def plan_for(device: str, quick: bool) -> Any:
-    from cudasmith.harness.timing import TimingPlan, default_plan
+    from cudasmith.timing.protocol import TimingPlan, default_plan
 
     if quick:
         return TimingPlan(warmup_ms=5.0, min_sampling_s=0.02, max_seconds=0.2)
+    if device.startswith("cuda"):
+        from cudasmith.device.launch_cost import calibrated_launch_us
+
+        return default_plan(device, launch_us=calibrated_launch_us())
     return default_plan(device)
 
 
 def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict[str, Any]:
     """Every kernel by every timer, in this process."""
-    from cudasmith.harness.timing import measure
+    from cudasmith.timing.protocol import measure
 
     try:
         from triton.testing import do_bench
@@ -234,7 +238,7 @@ def child_sensitivity(
     kernels: tuple[Kernel, ...], names: tuple[str, ...], device: str, quick: bool, runs: int
 ) -> dict[str, Any]:
     """For each kernel named: in how many of `runs` comparisons the +5 % variant is slower, intervals apart."""
-    from cudasmith.harness.timing import measure
+    from cudasmith.timing.protocol import measure
 
     results = {}
     for kernel in (k for k in kernels if k.name in names):
@@ -272,15 +276,15 @@ def child_ncu_target(kernels: tuple[Kernel, ...]) -> None:
 
 def parse_ncu_csv(text: str) -> dict[str, float]:
     """Median gpu__time_duration.sum per benchmark kernel (name without "fidelity_"), in ms, from `ncu --csv`."""
-    from cudasmith.harness.launch_cost import parse_ncu_csv as parse
+    from cudasmith.device.launch_cost import parse_ncu_csv as parse
 
     return {name.removeprefix("fidelity_"): statistics.median(v) for name, v in parse(text).items()}
 
 
 def run_ncu(script: Path, device_args: list[str], timeout_s: float) -> tuple[dict[str, float], str]:
     """Nsight Compute's time per kernel, and a note (empty when all went well)."""
+    from cudasmith.device.launch_cost import ncu_times
     from cudasmith.errors import CudasmithError
-    from cudasmith.harness.launch_cost import ncu_times
 
     command = [sys.executable, str(script), "--child", "ncu-target", *device_args]
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudasmith.harness.activity import Activity, spans_between
+from cudasmith.timing.activity import Activity, spans_between
 
 FLUSH, BLOCKER = "cudasmith_read", "cudasmith_blocker"
 US = 1000  # nanoseconds
@@ -45,7 +45,7 @@ def test_records_arrive_in_any_order() -> None:
 
 
 def test_cupti_spans_stand_in_for_event_times_only_when_they_saw_every_sample() -> None:
-    from cudasmith.harness.timing_cuda import _cupti_samples, _Sample
+    from cudasmith.timing.cuda import _cupti_samples, _Sample
 
     def taken(*event_ms: float) -> list[_Sample]:
         return [_Sample(event_ms=e, host_ms=0.01, clock_mhz=1980.0, timed_out=False) for e in event_ms]

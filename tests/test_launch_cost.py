@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cudasmith.device import software_versions
-from cudasmith.harness import launch_cost
-from cudasmith.harness.launch_cost import LaunchCost, load_launch_cost, parse_ncu_csv, save_launch_cost
-from cudasmith.harness.timing_cuda import with_launch_cost
+from cudasmith.device import launch_cost, software_versions
+from cudasmith.device.launch_cost import LaunchCost, load_launch_cost, parse_ncu_csv, save_launch_cost
+from cudasmith.timing.cuda import with_launch_cost
 
 CSV = """==PROF== Connected to process 7 (/usr/bin/python3)
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
@@ -54,8 +53,8 @@ def test_cached_baselines_are_keyed_by_the_launch_cost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cudasmith.harness.baselines import BaselineTimer
-    from cudasmith.harness.timing import default_plan
     from cudasmith.tasks import load_task
+    from cudasmith.timing.protocol import default_plan
 
     monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
     monkeypatch.setattr(launch_cost, "_loaded", {})
@@ -84,6 +83,6 @@ def test_device_json_on_the_cpu_has_no_launch_cost(tmp_path: Path) -> None:
 
 def test_the_ncu_program_refuses_to_run_without_its_flag() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "cudasmith.harness.launch_cost"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "cudasmith.device.launch_cost"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2 and "--launch" in done.stderr

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from cudasmith import evaluate
-from cudasmith.harness import timing
-from cudasmith.harness.timing import (
+from cudasmith.timing import protocol as timing
+from cudasmith.timing.protocol import (
     CallHooks,
     Measurement,
     StopRule,

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from cudasmith import evaluate
-from cudasmith.harness.launch_cost import ensure_launch_cost, find_ncu
-from cudasmith.harness.timing import CallHooks, TimingPlan, default_plan, measure
+from cudasmith.device.launch_cost import ensure_launch_cost, find_ncu
+from cudasmith.timing.protocol import CallHooks, TimingPlan, default_plan, measure
 
 from conftest import SOLUTIONS
 
@@ -143,8 +143,8 @@ def test_five_percent_more_work_is_slower_with_intervals_apart() -> None:
 
 
 def test_gpu_peaks_are_plausible_and_make_a_roofline() -> None:
+    from cudasmith.device.speed_of_light import measure_peaks
     from cudasmith.harness.roofline import roofline
-    from cudasmith.harness.speed_of_light import measure_peaks
 
     peaks = measure_peaks("cuda")
     print(peaks)
@@ -189,8 +189,8 @@ def test_the_launch_cost_is_calibrated_with_ncu_and_added_once_per_call() -> Non
     )
     assert 0.0 < cost.launch_us < 5.0 and cost.ncu_empty_us > cost.cupti_empty_us
     run = add_launcher(TINY)
-    ours = measure(run, 2, "cuda", default_plan("cuda"))
+    ours = measure(run, 2, "cuda", default_plan("cuda", launch_us=cost.launch_us))
     assert ours.method == "cupti+launch", ours.warnings
     assert ours.samples_ms == pytest.approx([s + cost.launch_us / 1e3 for s in ours.span_ms])
-    bare = measure(run, 2, "cuda", default_plan("cuda", launch_cost=False))
+    bare = measure(run, 2, "cuda", default_plan("cuda"))
     assert bare.method == "cupti" and not bare.span_ms

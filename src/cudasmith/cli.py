@@ -429,7 +429,7 @@ def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
     """The GPU's calibrated launch cost, or why there is none (a line for the table)."""
     import torch
 
-    from cudasmith.harness.launch_cost import ensure_launch_cost, find_ncu, load_launch_cost
+    from cudasmith.device.launch_cost import ensure_launch_cost, find_ncu, load_launch_cost
 
     if device.startswith("cuda:"):
         torch.cuda.set_device(int(device.split(":")[1]))

@@ -17,9 +17,9 @@ from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.timing import TimingPlan
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.tasks.problem import Problem
+from cudasmith.timing.protocol import TimingPlan
 
 BASELINES = {
     "eager": "eager PyTorch",
@@ -41,7 +41,7 @@ def _launch_us(device: str, name: Any) -> float | None:
     """The launch cost (µs) GPU times include here, None where there is none."""
     if not device.startswith("cuda") or not isinstance(name, str):
         return None
-    from cudasmith.harness.launch_cost import load_launch_cost
+    from cudasmith.device.launch_cost import load_launch_cost
 
     cost = load_launch_cost(name)
     return cost.launch_us if cost is not None else None

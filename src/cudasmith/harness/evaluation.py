@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,10 @@ from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.roofline import roofline
 from cudasmith.harness.runner import EvalOptions, Progress, select_configs
 from cudasmith.harness.screen import screen
-from cudasmith.harness.timing import default_plan
 from cudasmith.harness.verdict import ConfigResult, Verdict, geometric_mean, overall_status
 from cudasmith.tasks.inputs import derive_seed, make_inputs, replace_tensors
 from cudasmith.tasks.problem import Problem, load_module
+from cudasmith.timing.protocol import default_plan
 
 # Timing rotates among this many distinct input sets (the worker may use fewer to fit memory).
 TIMING_SEEDS = 4
@@ -197,6 +197,10 @@ class Evaluation:
 
     def _prepare_timing(self, reference: WorkerProcess) -> None:
         """The baseline timer and the device's peaks (measured by the reference worker the first time)."""
+        if self.options.device.startswith("cuda"):
+            from cudasmith.device.launch_cost import calibrated_launch_us
+
+            self.plan = replace(self.plan, launch_us=calibrated_launch_us(self.verdict.device))
         self.verdict.timing = {"l2_state": self.plan.l2_state, "launch": self.plan.launch}
         names = self.options.baselines or default_baselines(self.options.device)
         identity = {"device": self.verdict.device, **software_versions()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from cudasmith.harness import clock
+from cudasmith.timing import clock
 
 POISON_BYTE = 0xFF
 

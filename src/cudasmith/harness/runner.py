@@ -10,9 +10,9 @@ from typing import Any
 import torch
 
 from cudasmith.errors import UsageError
-from cudasmith.harness.timing import L2_STATES
 from cudasmith.harness.verdict import Verdict
 from cudasmith.tasks.problem import Problem
+from cudasmith.timing.protocol import L2_STATES
 
 # Each config is checked on this many independently drawn input sets.
 SEEDS_PER_CONFIG = 3

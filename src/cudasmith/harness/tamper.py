@@ -44,7 +44,13 @@ WATCHED = (
 # Functions of packages that may be imported only after the candidate (Triton is imported by Triton
 # solutions); they are checked by where their code lives rather than by identity.
 WATCHED_BY_ORIGIN = (("triton.testing", "do_bench", "triton"),)
-HARNESS_PACKAGES = ("cudasmith.harness", "cudasmith.tasks", "cudasmith.runtime")
+HARNESS_PACKAGES = (
+    "cudasmith.harness",
+    "cudasmith.timing",
+    "cudasmith.device",
+    "cudasmith.tasks",
+    "cudasmith.runtime",
+)
 
 
 def _resolve(dotted: str, attribute: str) -> Any:

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cudasmith.harness.timing import RAW_KEYS
+from cudasmith.timing.protocol import RAW_KEYS
 
 STATUSES = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout")
 # When configs disagree, the verdict takes the status that comes first here.

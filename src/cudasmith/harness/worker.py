@@ -26,10 +26,9 @@ import torch
 
 from cudasmith.errors import CompileError
 from cudasmith.hardware import device_name
-from cudasmith.harness import clock, protocol
+from cudasmith.harness import protocol
 from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.tamper import Snapshot, describe
-from cudasmith.harness.timing import CallHooks, TimingPlan, measure
 from cudasmith.harness.torch_ops import OpRecorder
 from cudasmith.tasks.inputs import (
     build_model,
@@ -44,6 +43,8 @@ from cudasmith.tasks.inputs import (
     to_float64,
 )
 from cudasmith.tasks.problem import load_module
+from cudasmith.timing import clock
+from cudasmith.timing.protocol import CallHooks, TimingPlan, measure
 
 # Timing rotates among this many distinct input sets, fewer when their memory would pass the cap.
 TIMING_INPUT_SETS = 4

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.launch_cost import LaunchCost
+from cudasmith.device.launch_cost import LaunchCost
 
 # How each property is shown: its label and how its value is written.
 PROPERTY_FORMATS = {

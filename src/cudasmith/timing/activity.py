@@ -11,7 +11,7 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cudasmith.harness import clock
+from cudasmith.timing import clock
 
 # Kineto activity kinds on the GPU timeline that are not work (waits, annotations, bookkeeping).
 NOT_WORK_KINDS = frozenset({"cuda_sync", "gpu_user_annotation", "cuda_profiler_range", "overhead"})

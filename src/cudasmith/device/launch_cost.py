@@ -14,7 +14,7 @@ empty kernel minus the CUPTI median of the same kernel timed by the protocol. Wh
 calibrated, times are the bare CUPTI spans and the measurement's method says so ("cupti", not
 "cupti+launch").
 
-    python -m cudasmith.harness.launch_cost --launch   # the program ncu profiles (launches the kernel)
+    python -m cudasmith.device.launch_cost --launch   # the program ncu profiles (launches the kernel)
 """
 
 from __future__ import annotations
@@ -130,6 +130,12 @@ def load_launch_cost(name: str | None = None) -> LaunchCost | None:
     return _loaded[name]
 
 
+def calibrated_launch_us(name: str | None = None) -> float | None:
+    """The launch cost a timing plan adds to GPU times here (µs), None where it was never calibrated."""
+    cost = load_launch_cost(name)
+    return cost.launch_us if cost is not None else None
+
+
 def save_launch_cost(cost: LaunchCost) -> Path:
     path = cost_path(cost.device, cost.versions)
     write_atomically(path, json.dumps(cost.to_dict(), indent=2).encode())
@@ -149,13 +155,13 @@ def measure_launch_cost(timeout_s: float = NCU_TIMEOUT_S) -> LaunchCost:
     import torch
 
     from cudasmith.device import now_iso
-    from cudasmith.harness.timing import default_plan, measure
+    from cudasmith.timing.protocol import default_plan, measure
 
-    program = [sys.executable, "-m", "cudasmith.harness.launch_cost", "--launch"]
+    program = [sys.executable, "-m", "cudasmith.device.launch_cost", "--launch"]
     ncu_ms = ncu_times(program, f"^{KERNEL}$", timeout_s).get(KERNEL)
     if not ncu_ms:
         raise CudasmithError("ncu reported no time for the calibration kernel")
-    bare = measure(_launcher(), 1, "cuda", default_plan("cuda", launch_cost=False))
+    bare = measure(_launcher(), 1, "cuda", default_plan("cuda"))
     if not bare.method.startswith("cupti"):
         raise CudasmithError(f"CUPTI did not time the calibration kernel ({bare.method}): {bare.warnings}")
     cupti_ms = statistics.median(bare.samples_ms)

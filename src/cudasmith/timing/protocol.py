@@ -1,9 +1,9 @@
 """How a call is timed: one protocol for candidates and baselines, on the GPU and on the CPU.
 
-Per sample on the GPU (timing_cuda.py does it): flush L2, queue the call behind a blocking kernel (so the
+Per sample on the GPU (timing/cuda.py does it): flush L2, queue the call behind a blocking kernel (so the
 time the host needs to issue it is not counted), release, synchronize the whole device, and take the
 time from CUPTI's records of every kernel, copy and memset the call launched, on any stream, plus the
-device's calibrated kernel launch cost (launch_cost.py) where it was calibrated. On the CPU
+device's calibrated kernel launch cost (cudasmith.device.launch_cost) where the plan carries one. On the CPU
 a monotonic clock times each call. Warm-up first; then samples, input sets rotating, until the median
 is known to TARGET_REL_STDERR or the time cap. A measurement keeps its raw samples; its statistics are
 computed from them on demand.
@@ -34,8 +34,8 @@ from typing import Any
 import torch
 
 from cudasmith.errors import CudasmithError
-from cudasmith.harness import clock
-from cudasmith.harness.clock import perf_counter as _perf_counter
+from cudasmith.timing import clock
+from cudasmith.timing.clock import perf_counter as _perf_counter
 
 # Warm-up: at least this many calls (and at least one per input set) and this much time before the
 # first sample, so compilation, autotuning, lazy initialisation and clock ramp-up stay out of the numbers.
@@ -79,8 +79,9 @@ class TimingPlan:
 
     l2_state: str = "cold"
     launch: str = "queued"
-    # Add the device's calibrated launch cost (launch_cost.py) to CUPTI spans, where it was calibrated.
-    launch_cost: bool = True
+    # The device's calibrated launch cost in microseconds (cudasmith.device.launch_cost), added once to
+    # each call's CUPTI span; None leaves the bare spans (never calibrated, or measuring that cost itself).
+    launch_us: float | None = None
     warmup_calls: int = WARMUP_CALLS
     warmup_ms: float = WARMUP_MS
     min_samples: int = MIN_SAMPLES
@@ -97,11 +98,11 @@ class TimingPlan:
 
 
 def default_plan(
-    device: str, l2_state: str = "cold", launch: str = "queued", launch_cost: bool = True
+    device: str, l2_state: str = "cold", launch: str = "queued", launch_us: float | None = None
 ) -> TimingPlan:
-    """The protocol's plan for a device."""
+    """The protocol's plan for a device; `launch_us` is the GPU's calibrated launch cost, if any."""
     if device.startswith("cuda"):
-        return TimingPlan(l2_state=l2_state, launch=launch, launch_cost=launch_cost)
+        return TimingPlan(l2_state=l2_state, launch=launch, launch_us=launch_us)
     return TimingPlan(
         l2_state=l2_state, launch=launch, min_sampling_s=MIN_SAMPLING_S_CPU, max_seconds=MAX_SECONDS_CPU
     )
@@ -255,7 +256,7 @@ def measure(
         raise ValueError("measure() needs at least one input set")
     hooks = hooks or CallHooks()
     if device.startswith("cuda"):
-        from cudasmith.harness.timing_cuda import measure_cuda
+        from cudasmith.timing.cuda import measure_cuda
 
         result = measure_cuda(run, n_sets, plan, hooks)
     elif plan.launch != "queued":

@@ -10,7 +10,7 @@ One sample, all on the timing stream (PyTorch's current stream):
   4. release, synchronise the whole device (every stream), read the blocker's record.
 The sample's time is the span from the first start to the last end of the GPU work (kernels, copies,
 memsets) that the call launched, on any stream, from CUPTI activity records (activity.py), plus the
-device's calibrated cost of starting a kernel, which those records leave out (launch_cost.py). The
+device's calibrated cost of starting a kernel, which those records leave out (the plan's launch_us). The
 CUDA-event time of the same call is kept beside it: it is the stop rule's online estimate and the
 fallback when CUPTI is not available.
 
@@ -30,9 +30,9 @@ from typing import Any
 import torch
 
 from cudasmith.errors import CudasmithError
-from cudasmith.harness import clock
-from cudasmith.harness.activity import ActivityRecorder, spans_between
-from cudasmith.harness.timing import CallHooks, Measurement, StopRule, TimingError, TimingPlan, warm_up
+from cudasmith.timing import clock
+from cudasmith.timing.activity import ActivityRecorder, spans_between
+from cudasmith.timing.protocol import CallHooks, Measurement, StopRule, TimingError, TimingPlan, warm_up
 
 SOURCE = r"""
 extern "C" __global__ void cudasmith_blocker(const volatile unsigned long long* release,
@@ -314,15 +314,6 @@ def with_launch_cost(spans_ms: list[float], launch_ms: float) -> list[float]:
     return [span + launch_ms if span > 0 else 0.0 for span in spans_ms]
 
 
-def _launch_cost_ms() -> float | None:
-    """This GPU's calibrated launch cost in ms; None (the bare spans stand) where it was never calibrated
-    or its cache file cannot be read."""
-    from cudasmith.harness.launch_cost import load_launch_cost
-
-    cost = load_launch_cost()
-    return cost.launch_us / 1e3 if cost is not None else None
-
-
 def _judge_sample(sample: _Sample, kit: _Tools | None, queued: bool, reference_mhz: float | None) -> str:
     """'kept', 'timed out' (the call waited for the GPU), or 'throttled' (SM clock well under its best)."""
     if sample.timed_out:
@@ -407,7 +398,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     kept_samples = [sample for sample, keep in zip(taken, kept, strict=True) if keep]
     event_ms = [sample.event_ms for sample in kept_samples]
     spans = _cupti_samples(activities, cold, taken, kept, warnings) if recorder is not None else None
-    launch_ms = _launch_cost_ms() if spans is not None and plan.launch_cost else None
+    launch_ms = plan.launch_us / 1e3 if spans is not None and plan.launch_us is not None else None
     if spans is None:
         samples_ms = event_ms
     elif launch_ms is None:

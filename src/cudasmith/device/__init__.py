@@ -135,7 +135,7 @@ def ensure_peaks(device: str = "cuda", remeasure: bool = False) -> DevicePeaks:
     cached = None if remeasure else load_peaks(device)
     if cached is not None:
         return cached
-    from cudasmith.harness.speed_of_light import measure_peaks
+    from cudasmith.device.speed_of_light import measure_peaks
 
     peaks = measure_peaks(device)
     save_peaks(peaks)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from cudasmith.device import DevicePeaks, cache_bytes, device_name, now_iso, software_versions
-from cudasmith.harness.timing import TimingPlan, measure
+from cudasmith.timing.protocol import TimingPlan, measure
 
 # Peaks are estimated from a short run each: their noise matters far less than a kernel's.
 PLAN = TimingPlan(l2_state="hot", warmup_ms=20.0, min_sampling_s=0.05, max_seconds=0.5)
@@ -105,7 +105,7 @@ def _bandwidth(device: str, total_bytes: int) -> dict[str, float]:
         "write": nbytes / _median_ms(lambda: target.fill_(1.0), device) / 1e6,
     }
     if device.startswith("cuda"):
-        from cudasmith.harness.timing_cuda import tools
+        from cudasmith.timing.cuda import tools
 
         kit = tools(torch.cuda.current_device())
         if not isinstance(kit, str):
