@@ -13,16 +13,19 @@ from cudasmith.harness.runner import EvalOptions
 # Options that do not change a verdict: the secret seed (any seed's verdict is a verdict of the same
 # judge), the device (part of a cache key on its own), and whether cached baseline times may seed timing.
 NOT_VERDICT_OPTIONS = ("seed", "device", "baseline_cache")
+# The packages whose code decides verdicts.
+JUDGE_PACKAGES = ("harness", "timing", "runtime")
 
 
 @cache
 def harness_version() -> str:
-    """A hash of the judge's source files (harness and runtime): a changed judge gets fresh verdicts."""
+    """A hash of the judge's source files (harness, timing protocol, runtime): a changed judge gets fresh
+    verdicts."""
     from cudasmith import __version__
 
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(__version__.encode())
-    for path in sorted([*root.joinpath("harness").glob("*.py"), *root.joinpath("runtime").glob("*.py")]):
+    for path in sorted(p for package in JUDGE_PACKAGES for p in root.joinpath(package).glob("*.py")):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"
