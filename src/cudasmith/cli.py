@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from cudasmith.commands.optimize import optimize_command
 from cudasmith.errors import CudasmithError, UsageError
 
 app = typer.Typer(
@@ -414,6 +415,9 @@ def ask_command(
 
         print_ask(result)
     raise typer.Exit(EXIT_CORRECT if result.best is not None else EXIT_VERDICT)
+
+
+app.command("optimize")(optimize_command)
 
 
 @app.command("device")

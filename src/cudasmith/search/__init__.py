@@ -1,2 +1,2 @@
-"""Search for kernels with a language model: prompts, answer parsing, feedback, and strategies (`ask`
-is the one-shot form)."""
+"""Search for kernels with language models: prompts, answer parsing, feedback, the strategies (`fsr`,
+`evolve`), the asynchronous driver on the run store, and `optimize` (`ask` is its one-shot form)."""

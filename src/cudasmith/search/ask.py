@@ -1,7 +1,8 @@
-"""`cudasmith ask`: one request to a model, every answer judged; the one-shot form of optimize.
+"""`cudasmith ask`: one request to a model, every answer judged; one round of the optimize loop, on the
+same run store (`runs/cudasmith.db` beside the run directory).
 
-A run directory keeps everything: the prompt, the model's answers (`replay:DIR` serves them again),
-each candidate's file, raw answer and verdict, and a summary.
+A run directory keeps everything besides: the prompt, the model's answers (`replay:DIR` serves them
+again), each candidate's file, raw answer and verdict, and a summary.
 """
 
 from __future__ import annotations
@@ -18,29 +19,18 @@ from typing import Any
 
 from cudasmith.errors import BudgetExhausted, LLMError, UsageError
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.session import evaluate as judge
 from cudasmith.harness.verdict import Verdict
-from cudasmith.llm import (
-    LLMClient,
-    LLMConfig,
-    Request,
-    Response,
-    Usage,
-    load_llm_config,
-    make_client,
-    request_for,
-)
+from cudasmith.llm import LLMConfig, Usage, load_llm_config, make_client
 from cudasmith.llm.base import Completion
 from cudasmith.llm.replay import RESPONSES_FILE
 from cudasmith.search.hardware import Hardware
-from cudasmith.search.parsing import ParsedAnswer, parse_answer
+from cudasmith.search.parsing import ParsedAnswer
 from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.tasks.problem import Problem
 
-# Run directories go here unless told otherwise.
+# Run directories (and the run store) go here unless told otherwise.
 RUNS_DIR = Path("runs")
-# The status of an answer in which no solution file was found: like source that does not compile.
-NO_SOLUTION_STATUS = "compile_error"
+STORE_FILE = "cudasmith.db"
 
 Progress = Callable[[str, int, int], None]
 
@@ -104,31 +94,11 @@ class AskResult:
 
 
 def new_run_dir(root: Path, kind: str = "ask") -> Path:
-    """A fresh directory `root/kind-YYYYmmdd-HHMMSS-xxxx`."""
+    """A fresh directory `root/kind-YYYYmmdd-HHMMSS-xxxx` (its name is the run's id in the store)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     path = root / f"{kind}-{stamp}-{secrets.token_hex(2)}"
     path.mkdir(parents=True)
     return path
-
-
-def no_solution_verdict(problem: Problem, answer_path: Path, device: str, parsed: ParsedAnswer) -> Verdict:
-    """The verdict on an answer in which no solution was found."""
-    from cudasmith.hardware import device_name
-
-    return Verdict(
-        status=NO_SOLUTION_STATUS,
-        reason=f"no solution in the answer: {parsed.reason}",
-        task=problem.name,
-        solution=str(answer_path),
-        device=device_name(device),
-        dtype=problem.dtype,
-        notes=list(parsed.notes),
-    )
-
-
-async def _complete(client: LLMClient, request: Request) -> Response:
-    async with client:
-        return await client.complete(request)
 
 
 def load_problem_or_task(problem: Problem | str | Path) -> Problem:
@@ -145,13 +115,40 @@ def load_problem_or_task(problem: Problem | str | Path) -> Problem:
     )
 
 
-def _check_device(device: str) -> None:
+def check_device(device: str) -> None:
+    """A one-line UsageError for a device that is not cuda, cuda:N or cpu, or a GPU that is not here."""
     import torch
 
     if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
         raise UsageError(f"device must be 'cuda' or 'cpu', not {device!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("no CUDA GPU is visible here; use --device cpu (C kernels) or run on a GPU machine")
+
+
+def _candidate_file(key: str, candidate_id: int) -> str:
+    return f"candidate_{key.rsplit('/', 1)[-1]}.py"
+
+
+def _candidates(search: Any, run_dir: Path) -> list[Candidate]:
+    """The run's candidates as `ask` reports them, their answers and verdicts also written as files."""
+    from cudasmith.search.feedback import verdict_from_dict
+
+    store, run_id = search.store, search.run.id
+    completions = {c.id: c for call in store.calls(run_id, "propose") for c in call.completions}
+    found = []
+    for record in store.candidates(run_id):
+        index = int(record.key.rsplit("/", 1)[-1])
+        answer = completions[record.completion_id]
+        (run_dir / f"candidate_{index}.response.md").write_text(answer.text)
+        parse = record.parse
+        parsed = ParsedAnswer(
+            record.source, parse.get("reason", ""), parse.get("kind", "none"), parse.get("notes", [])
+        )
+        verdict = verdict_from_dict(record.verdict or {"status": "compile_error", "reason": "not judged"})
+        (run_dir / f"candidate_{index}.verdict.json").write_text(json.dumps(record.verdict, indent=2) + "\n")
+        path = None if record.path is None else Path(record.path)
+        found.append(Candidate(index, Completion.from_dict(answer.completion_dict()), parsed, verdict, path))
+    return found
 
 
 def ask(
@@ -172,54 +169,89 @@ def ask(
     result = cudasmith.ask("level1/softmax", "openai:gpt-5-mini", n=4, device="cpu")
     """
     from cudasmith.api import default_device
+    from cudasmith.device import software_versions
+    from cudasmith.hardware import device_name
+    from cudasmith.harness.version import harness_version
+    from cudasmith.search.config import OptimizeConfig
+    from cudasmith.search.driver import drive
+    from cudasmith.search.ensemble import Ensemble
+    from cudasmith.search.hardware import describe_hardware
+    from cudasmith.search.judge import Judge, cache_key
+    from cudasmith.search.state import Search
+    from cudasmith.search.strategies import OneShot, SearchContext
+    from cudasmith.store import Run, RunStore
 
     started = time.monotonic()
     if n < 1:
         raise UsageError("n must be at least 1")
     problem = load_problem_or_task(problem)
     device = device or default_device()
-    _check_device(device)
+    check_device(device)
     config = config or load_llm_config()
     spec = model or config.default_model()
-    options = replace(options or EvalOptions(), device=device)
-    report = progress or (lambda what, done, total: None)
     client = make_client(spec, config)  # first: a missing key or SDK fails before any work
-    prompt = PromptBuilder(templates).build(problem, device, hardware=hardware, parent=parent)
+    seed = (options.seed if options else None) or secrets.randbits(32)
+    options = replace(options or EvalOptions(), device=device, seed=seed)
+    report = progress or (lambda what, done, total: None)
+    builder = PromptBuilder(templates)
+    hardware = hardware or describe_hardware(device)
+    prompt = builder.build(problem, device, hardware=hardware, parent=parent)
     run_dir = new_run_dir(Path(runs_dir))
     client.record_path = run_dir / RESPONSES_FILE
     (run_dir / "prompt.md").write_text(f"# system\n\n{prompt.system}\n\n# user\n\n{prompt.user}")
     (run_dir / "prompt.json").write_text(json.dumps(prompt.to_dict(), indent=2) + "\n")
     if parent is not None:
         (run_dir / "parent.py").write_text(parent.source)
-
-    report(f"asking {spec} for {n} answer{'s' if n > 1 else ''}", 0, n + 1)
-    try:
-        response = asyncio.run(_complete(client, request_for(prompt.messages(), n, config)))
-    except LLMError as exc:
-        kind = BudgetExhausted if isinstance(exc, BudgetExhausted) else LLMError
-        raise kind(f"{exc} (the prompt is kept in {run_dir})") from None
-
-    candidates = []
-    for index, completion in enumerate(response.completions):
-        answer_path = run_dir / f"candidate_{index}.response.md"
-        answer_path.write_text(completion.text)
-        parsed = parse_answer(completion.text, parent.source if parent else None, completion.finish_reason)
-        path = None
-        if parsed.ok:
-            path = run_dir / f"candidate_{index}.py"
-            path.write_text(parsed.source or "")
-
-            def step(what: str, done: int, total: int, index: int = index) -> None:
-                report(f"judging candidate {index + 1} of {len(response.completions)}: {what}", done, total)
-
-            verdict = judge(path, problem, options, step)
-        else:
-            verdict = no_solution_verdict(problem, answer_path, device, parsed)
-        (run_dir / f"candidate_{index}.verdict.json").write_text(
-            json.dumps(verdict.to_dict(), indent=2) + "\n"
+    settings = OptimizeConfig(n=n, tunable_trials=0, profile=False)
+    store = RunStore(Path(runs_dir) / STORE_FILE)
+    run = store.create_run(
+        Run(
+            kind="ask",
+            task=problem.name,
+            task_version=problem.source_hash,
+            problem_path=str(problem.path),
+            strategy="one-shot",
+            models=[spec],
+            options={"search": settings.model_dump(mode="json"), "budget_usd": config.budget_usd},
+            device=device,
+            device_name=device_name(device),
+            versions=software_versions(),
+            harness_version=harness_version(),
+            secret_seed=seed,
+            directory=str(run_dir),
+            id=run_dir.name,
         )
-        candidates.append(Candidate(index, completion, parsed, verdict, path))
+    )
+    context = SearchContext(problem, device, builder, hardware, settings, seed, tunables=False)
+    report(f"asking {spec} for {n} answer{'s' if n > 1 else ''}", 0, n + 1)
 
+    def judged(snapshot: Any) -> None:
+        report(f"judged {snapshot.judged} of {n} answers", snapshot.judged, n + 1)
+
+    with Judge(problem, options) as judge:
+        search = Search(
+            store=store,
+            run=run,
+            strategy=OneShot(context, parent),
+            context=context,
+            clients={spec: client},
+            budget=client.budget,
+            ensemble=Ensemble([spec]),
+            llm_config=config,
+            judge=judge,
+            cache_key=cache_key(problem, options, run.device_name),
+            run_dir=run_dir,
+            novelty=False,
+            file_name=_candidate_file,
+            on_change=judged,
+        )
+        outcome = asyncio.run(drive(search))
+    candidates = _candidates(search, run_dir)
+    store.update_run(run.id, status="finished", stop_reason=outcome.stop_reason)
+    if not candidates and outcome.failures:
+        failure = outcome.failures[0]
+        kind = BudgetExhausted if isinstance(failure, BudgetExhausted) else LLMError
+        raise kind(f"{failure} (the prompt is kept in {run_dir})")
     result = AskResult(
         run_dir=run_dir,
         model=spec,
@@ -227,7 +259,7 @@ def ask(
         device=device,
         candidates=candidates,
         usage=client.usage,
-        errors=response.errors,
+        errors=outcome.errors,
         wall_s=round(time.monotonic() - started, 3),
     )
     (run_dir / "summary.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")

@@ -1,0 +1,37 @@
+"""The judge as a search sees it: a session over one task that turns a solution file into a verdict,
+and the key under which its verdicts are cached.
+
+`Judge` is `cudasmith.Judge`, the judge session: one reference worker and warm candidate workers serve
+every candidate of a search on one task. Tests pass a scripted judge of the same shape instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
+
+from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.session import Judge
+from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.version import harness_version, judge_options_digest
+from cudasmith.store import CacheKey
+from cudasmith.tasks.problem import Problem
+
+__all__ = ["Judge", "JudgeFactory", "JudgeSession", "cache_key"]
+
+
+class JudgeSession(Protocol):
+    """What the search needs of a judge: one solution file in, its verdict out (slow: seconds)."""
+
+    def judge(self, path: Path) -> Verdict: ...
+
+
+# Makes a session for a problem and options; tests pass a scripted judge instead.
+JudgeFactory = Callable[[Problem, EvalOptions], AbstractContextManager[JudgeSession]]
+
+
+def cache_key(problem: Problem, options: EvalOptions, device_name: str) -> CacheKey:
+    """The key of this judge's verdicts on `problem` in the store's evaluation cache (code hash aside)."""
+    return CacheKey(problem.source_hash, device_name, harness_version(), judge_options_digest(options))

@@ -1,0 +1,63 @@
+"""What one run of the search is made of (`Search`) and what it reports while running (`Snapshot`) and
+at its end (`Outcome`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudasmith.errors import LLMError
+from cudasmith.llm import Budget, LLMClient, LLMConfig
+from cudasmith.search.ensemble import Ensemble
+from cudasmith.search.judge import JudgeSession
+from cudasmith.search.strategies.base import Candidate, SearchContext, Strategy
+from cudasmith.store import CacheKey, Run, RunStore
+
+
+@dataclass
+class Search:
+    """Everything one run of the driver needs (`cudasmith.search.optimize` makes it)."""
+
+    store: RunStore
+    run: Run
+    strategy: Strategy
+    context: SearchContext
+    clients: dict[str, LLMClient]
+    budget: Budget
+    ensemble: Ensemble
+    llm_config: LLMConfig
+    judge: JudgeSession
+    cache_key: CacheKey
+    run_dir: Path
+    verifier: str | None = None
+    on_change: Callable[[Snapshot], None] | None = None
+    # Refuse candidates that repeat earlier ones before judging them (`ask` judges every answer).
+    novelty: bool = True
+    # The name of a candidate's file in the run directory, from its key and id.
+    file_name: Callable[[str, int], str] = lambda key, candidate_id: f"c{candidate_id}.py"
+
+
+@dataclass
+class Snapshot:
+    """Where a run stands, for the live display."""
+
+    progress: str
+    judged: int
+    queued: int
+    judging: bool
+    calls_in_flight: int
+    best: Candidate | None
+    spent_usd: float
+    latency_s: float | None
+    idle_s: float
+
+
+@dataclass
+class Outcome:
+    """How the driver's work ended: why it stopped, how long the judge waited for answers, what failed."""
+
+    stop_reason: str
+    judge_idle_waiting_s: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    failures: list[LLMError] = field(default_factory=list)
