@@ -1,0 +1,211 @@
+"""The rows of the run store as typed records (JSON columns decoded)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 (what every time column holds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def code_hash(source: str) -> str:
+    """The identity of a candidate's code for the evaluation cache: a hash of the exact file."""
+    return hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
+def _json(value: str | None, default: Any = None) -> Any:
+    return default if value is None else json.loads(value)
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """What a verdict depends on besides the code: the task's source, the device, the judge's code and
+    the judging options that change verdicts (seeds per config, timing, baselines…)."""
+
+    task_version: str
+    device_name: str
+    harness_version: str
+    judge_options: str
+
+
+@dataclass
+class Run:
+    """One run: an optimize search, an `ask`, or a bench over a folder of solutions (no model)."""
+
+    kind: str
+    task: str
+    task_version: str
+    device: str
+    device_name: str
+    harness_version: str
+    problem_path: str | None = None
+    strategy: str | None = None
+    models: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    secret_seed: int | None = None
+    directory: str | None = None
+    id: str = ""
+    status: str = "running"
+    stop_reason: str | None = None
+    summary: dict[str, Any] | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Run:
+        data = dict(row)
+        for name, default in (("models", []), ("options", {}), ("versions", {}), ("summary", None)):
+            data[name] = _json(data[name], default)
+        return cls(**data)
+
+
+@dataclass
+class CompletionRecord:
+    """One answer of a model to a call."""
+
+    id: int
+    call_id: int
+    index: int
+    text: str
+    finish_reason: str | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    latency_s: float | None
+    extra: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> CompletionRecord:
+        data = dict(row)
+        data["index"] = data.pop("idx")
+        data["extra"] = _json(data["extra"], {})
+        return cls(**data)
+
+    def completion_dict(self) -> dict[str, Any]:
+        """The fields of `cudasmith.llm.Completion`."""
+        return {
+            "text": self.text,
+            "finish_reason": self.finish_reason or "stop",
+            "model": self.model or "",
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_s": self.latency_s or 0.0,
+            "extra": self.extra,
+        }
+
+
+@dataclass
+class CallRecord:
+    """One request to a model (`purpose`: propose or verify), stored before it is sent.
+
+    `request` holds the messages and sampling settings; `meta` what the strategy meant by it (round,
+    island, operator, parent ids). A call is `pending` until its answers are stored (`done`) or it
+    failed for good (`failed`, with `error`)."""
+
+    id: int
+    run_id: str
+    key: str
+    purpose: str
+    model: str
+    request: dict[str, Any]
+    meta: dict[str, Any]
+    status: str
+    error: str | None
+    started_at: str
+    finished_at: str | None
+    completions: list[CompletionRecord] = field(default_factory=list)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row, completions: list[CompletionRecord]) -> CallRecord:
+        data = dict(row)
+        data["request"] = _json(data["request"], {})
+        data["meta"] = _json(data["meta"], {})
+        return cls(**data, completions=completions)
+
+
+@dataclass
+class CandidateRecord:
+    """One candidate solution and, once judged, its verdict (JSON of `Verdict.to_dict()`).
+
+    `parents` are candidate ids (the first is the one its prompt refined); `completion_id` links the
+    answer it was parsed from (None for tunable variants and bench files); `skipped` says why it was
+    never judged; `observed` is the order in which the search took in its verdict."""
+
+    id: int
+    run_id: str
+    key: str
+    round: int
+    island: int | None
+    origin: str
+    operator: str | None
+    parents: list[int]
+    completion_id: int | None
+    source: str | None
+    code_hash: str | None
+    path: str | None
+    parse: dict[str, Any]
+    meta: dict[str, Any]
+    verifier: dict[str, Any] | None
+    skipped: str | None
+    verdict_id: int | None
+    verdict_cached: bool
+    observed: int | None
+    created_at: str
+    verdict: dict[str, Any] | None = None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> CandidateRecord:
+        data = dict(row)
+        verdict = data.pop("verdict_json", None)
+        for name, default in (("parents", []), ("parse", {}), ("meta", {}), ("verifier", None)):
+            data[name] = _json(data[name], default)
+        data["verdict_cached"] = bool(data["verdict_cached"])
+        return cls(**data, verdict=_json(verdict))
+
+    @property
+    def status(self) -> str | None:
+        """The verdict's status; None while unjudged."""
+        return None if self.verdict is None else self.verdict["status"]
+
+
+@dataclass
+class VerdictRecord:
+    """One run of the judge: the full verdict, keyed for the evaluation cache."""
+
+    id: int
+    code_hash: str | None
+    status: str
+    speedup: float | None
+    verdict: dict[str, Any]
+    wall_s: float | None
+    run_id: str | None
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> VerdictRecord:
+        data = {k: row[k] for k in ("id", "code_hash", "status", "speedup", "wall_s", "run_id", "created_at")}
+        return cls(**data, verdict=json.loads(row["verdict"]))
+
+
+@dataclass
+class Turn:
+    """One step of a candidate's multi-turn chain: the prompt sent, the answer, the code taken from it and
+    the judge's verdict (what the next prompt in the chain was built from)."""
+
+    candidate_id: int
+    messages: list[dict[str, str]]
+    response: str | None
+    source: str | None
+    verdict: dict[str, Any] | None
+    operator: str | None
+    parents: list[int]
