@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from cudasmith.commands.bench import bench_command
 from cudasmith.commands.export import export_command
 from cudasmith.commands.report import report_command
 from cudasmith.errors import CudasmithError, UsageError
@@ -455,6 +456,7 @@ def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
         return f"{exc} (GPU times are bare CUPTI spans)"
 
 
+app.command("bench")(guarded(bench_command))
 app.command("report")(guarded(report_command))
 app.command("export")(guarded(export_command))
 

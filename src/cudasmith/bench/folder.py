@@ -1,0 +1,188 @@
+"""A bench over a folder of existing solutions: every file judged once, into the run store.
+
+Every file becomes a candidate of one `bench` run before anything is judged (its source, hash, task,
+sample and what another judge claimed of it), so a stopped bench resumes where it stopped
+(`bench_folder(resume=RUN)`) and a verdict already in the store's evaluation cache (same code, task,
+device, judge and options) is reused rather than judged again.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cudasmith.bench.judging import Judge, cache_key, harness_version
+from cudasmith.bench.layout import SolutionFolder, Submission, discover
+from cudasmith.errors import UsageError
+from cudasmith.harness.runner import EvalOptions
+from cudasmith.report.runs import load_run
+from cudasmith.store import CandidateRecord, Run, RunStore, code_hash, new_run_id
+from cudasmith.tasks.problem import Problem, load_problem
+
+# (what is being judged, kernels done, kernels in all)
+Progress = Callable[[str, int, int], None]
+# Called with each candidate once it has its verdict, and whether the verdict came from the cache.
+OnVerdict = Callable[[CandidateRecord, bool], None]
+FOLDER_STRATEGY = "folder"
+
+
+@dataclass
+class BenchResult:
+    """What a bench did: its run, how many kernels it judged, and how many verdicts it reused."""
+
+    run_id: str
+    judged: int
+    cached: int
+    unmatched: list[tuple[str, str]]
+
+
+def _options_dict(options: EvalOptions) -> dict[str, Any]:
+    data = asdict(options)
+    data.pop("seed")  # the run's secret seed has a column of its own
+    return data
+
+
+def _options(run: Run) -> EvalOptions:
+    values = dict(run.options["judge"])
+    for name in ("allow_torch_ops", "baselines"):
+        if isinstance(values.get(name), list):
+            values[name] = tuple(values[name])
+    return EvalOptions(**values, seed=run.secret_seed)
+
+
+def scope(tasks: list[str]) -> str:
+    """What a bench covers, as its run's task: the tasks, or their count and the first."""
+    tasks = sorted(set(tasks))
+    return ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks ({tasks[0]}, …)"
+
+
+def _new_run(store: RunStore, found: SolutionFolder, options: EvalOptions, kernelbench: Path | None) -> Run:
+    from cudasmith.device import software_versions
+    from cudasmith.hardware import device_name
+
+    run = Run(
+        kind="bench",
+        task=scope(list(found.problems)),
+        task_version=code_hash("\n".join(f"{n} {p.source_hash}" for n, p in sorted(found.problems.items()))),
+        strategy=FOLDER_STRATEGY,
+        options={
+            "folder": str(found.root.resolve()),
+            "layout": found.layout,
+            "kernelbench": None if kernelbench is None else str(kernelbench.resolve()),
+            "judge": _options_dict(options),
+            "unmatched": [[str(path), why] for path, why in found.unmatched],
+        },
+        device=options.device,
+        device_name=device_name(options.device),
+        versions=software_versions(),
+        harness_version=harness_version(),
+        secret_seed=options.seed if options.seed is not None else secrets.randbits(32),
+        directory=str(found.root.resolve()),
+        id=new_run_id("bench"),
+    )
+    return store.create_run(run)
+
+
+def _add(store: RunStore, run: Run, submission: Submission, problem: Problem) -> CandidateRecord:
+    source = submission.solution.read_text(errors="replace")
+    meta = {
+        "task": submission.task,
+        "sample": submission.sample,
+        "claimed_correct": submission.claimed_correct,
+        "problem_path": str(problem.path),
+        "task_version": problem.source_hash,
+    }
+    path = str(submission.solution.resolve())
+    return store.add_candidate(
+        run.id, submission.key, "file", source=source, code_hash=code_hash(source), path=path, meta=meta
+    )
+
+
+def _problem(candidate: CandidateRecord, loaded: dict[str, Problem]) -> Problem:
+    """The candidate's problem, loaded once per task; refused when it changed since the run began."""
+    task = candidate.meta["task"]
+    if task not in loaded:
+        loaded[task] = load_problem(candidate.meta["problem_path"], name=task)
+    if loaded[task].source_hash != candidate.meta["task_version"]:
+        raise UsageError(f"the problem of {task} changed since this bench began; start a new bench")
+    return loaded[task]
+
+
+def judge_pending(
+    store: RunStore,
+    run: Run,
+    options: EvalOptions,
+    progress: Progress | None = None,
+    on_verdict: OnVerdict | None = None,
+) -> tuple[int, int]:
+    """Give every candidate of the run without a verdict one (from the cache, else from the judge),
+    one task's judge session at a time; returns (judged, taken from the cache)."""
+    from cudasmith.hardware import device_name
+
+    candidates = store.candidates(run.id)
+    pending = [c for c in candidates if c.verdict is None]
+    done, judged, cached = len(candidates) - len(pending), 0, 0
+    loaded: dict[str, Problem] = {}
+    name = device_name(options.device)
+    for task in dict.fromkeys(c.meta["task"] for c in pending):
+        problem = next(_problem(c, loaded) for c in pending if c.meta["task"] == task)
+        key = cache_key(problem, options, name)
+        with Judge(problem=problem, options=options) as judge:
+            for candidate in (c for c in pending if c.meta["task"] == task):
+                path = Path(candidate.path or "")
+                if progress:
+                    progress(f"{task}: {path.name}", done, len(candidates))
+                if not path.is_file() or code_hash(path.read_text(errors="replace")) != candidate.code_hash:
+                    raise UsageError(f"{path} is gone or changed since this bench began; start a new bench")
+                stored = store.cached_verdict(candidate.code_hash or "", key)
+                if stored is not None:
+                    store.use_cached_verdict(candidate.id, stored.id)
+                    cached += 1
+                else:
+                    verdict = judge.judge(path)
+                    store.record_verdict(
+                        candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id, verdict.wall_s
+                    )
+                    judged += 1
+                done += 1
+                if on_verdict:
+                    on_verdict(store.candidate(candidate.id), stored is not None)
+    return judged, cached
+
+
+def bench_folder(
+    store: RunStore,
+    folder: str | Path | None = None,
+    kernelbench: str | Path | None = None,
+    options: EvalOptions | None = None,
+    resume: str | None = None,
+    progress: Progress | None = None,
+    on_verdict: OnVerdict | None = None,
+) -> BenchResult:
+    """Judge every solution in `folder` (either layout; KernelBench's with its checkout `kernelbench`)
+    into a new bench run of `store`, or go on with the bench run `resume`."""
+    if resume is not None:
+        run = store.run(resume)
+        if run.kind != "bench" or run.strategy != FOLDER_STRATEGY:
+            raise UsageError(f"run {resume} is not a bench of a folder")
+        options = _options(run)
+    else:
+        if folder is None:
+            raise UsageError("give a folder of solutions, or --resume RUN")
+        found = discover(folder, kernelbench)
+        options = options or EvalOptions()
+        run = _new_run(store, found, options, None if kernelbench is None else Path(kernelbench))
+        options = replace(options, seed=run.secret_seed)
+        for submission in found.submissions:
+            _add(store, run, submission, found.problems[submission.task])
+    try:
+        judged, cached = judge_pending(store, run, options, progress, on_verdict)
+    except BaseException:
+        store.update_run(run.id, status="stopped", stop_reason="interrupted; --resume goes on")
+        raise
+    store.update_run(run.id, status="finished", summary=load_run(store, run.id).summary.to_dict())
+    unmatched = [(path, why) for path, why in run.options.get("unmatched", [])]
+    return BenchResult(run.id, judged, cached, unmatched)
