@@ -53,9 +53,7 @@ def leaderboard(views: list[RunView]) -> tuple[list[str], list[list[str]]]:
         return [name, *cells]
 
     rows = [
-        row(
-            "device", ["\n".join(sorted({str(a.verdict.get("device")) for a in v.attempts})) for v in ranked]
-        ),
+        row("device", [v.run.device_name for v in ranked]),
         row("tasks", [str(s.tasks) for s in summaries]),
         row("kernels judged", [str(s.attempts) for s in summaries]),
         row("correct", [f"{s.correct} ({percent(s.correctness_rate)})" for s in summaries]),
