@@ -1,1 +1,1 @@
-"""Bodies of the `cudasmith` commands that have a module of their own; cli.py registers them."""
+"""Bodies of CLI commands that have a module of their own (cli.py registers them)."""
