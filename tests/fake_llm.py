@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -98,9 +98,11 @@ def anthropic_body(
 
 
 class FakeLLMServer:
-    """Answers POSTs from a script of replies (then `default`, else HTTP 500)."""
+    """Answers POSTs from `responder` when it has an answer for the request, else from a script of
+    replies (then `default`, else HTTP 500)."""
 
     def __init__(self) -> None:
+        self.responder: Callable[[Seen], Reply | None] | None = None
         self.script: deque[Reply] = deque()
         self.default: Reply | None = None
         self.seen: list[Seen] = []
@@ -122,7 +124,10 @@ class FakeLLMServer:
         """Queue replies for the next requests, in order."""
         self.script.extend(replies)
 
-    def _next(self) -> Reply:
+    def _next(self, seen: Seen) -> Reply:
+        answer = self.responder(seen) if self.responder is not None else None
+        if answer is not None:
+            return answer
         with self._lock:
             if self.script:
                 return self.script.popleft()
@@ -143,12 +148,13 @@ class FakeLLMServer:
                     body = json.loads(raw)
                 except json.JSONDecodeError:
                     body = raw.decode(errors="replace")
+                seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with server._lock:
-                    server.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    server.seen.append(seen)
                     server.active += 1
                     server.max_active = max(server.max_active, server.active)
                 try:
-                    self._answer(server._next())
+                    self._answer(server._next(seen))
                 finally:
                     with server._lock:
                         server.active -= 1

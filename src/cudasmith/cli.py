@@ -15,6 +15,7 @@ from rich.console import Console
 
 from cudasmith.commands.bench import bench_command
 from cudasmith.commands.export import export_command
+from cudasmith.commands.optimize import optimize_command
 from cudasmith.commands.report import report_command
 from cudasmith.errors import CudasmithError, UsageError
 
@@ -372,6 +373,9 @@ def ask_command(
 
         print_ask(result)
     raise typer.Exit(EXIT_CORRECT if result.best is not None else EXIT_VERDICT)
+
+
+app.command("optimize")(optimize_command)
 
 
 @app.command("device")

@@ -1,9 +1,11 @@
 """Recorded answers served back in order (`replay:<path>`): re-evaluate a past run on new hardware, or
 make a test deterministic.
 
-The path is a JSONL file or a run directory holding `responses.jsonl` (what `cudasmith ask` records).
-Each line is a recorded call `{"completions": [{"text": …, "finish_reason": …, …}, …]}`, a single
-completion `{"text": …}`, or a bare JSON string.
+The path is a JSONL file, a run directory holding `responses.jsonl` (what `cudasmith ask` records),
+or a run store (`runs/cudasmith.db`: its latest run; `runs/cudasmith.db#RUN` for another), whose
+proposals' answers are served in the order they were asked. Each JSONL line is a recorded call
+`{"completions": [{"text": …, "finish_reason": …, …}, …]}`, a single completion `{"text": …}`, or a bare
+JSON string.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from cudasmith.llm.base import Completion, Provider, ProviderError, Request
 
 # The file a run directory records its model's answers in.
 RESPONSES_FILE = "responses.jsonl"
+# The first bytes of every SQLite file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def _completions_of(entry: Any, where: str) -> list[Completion]:
@@ -29,8 +33,28 @@ def _completions_of(entry: Any, where: str) -> list[Completion]:
     raise UsageError(f"{where}: neither a recorded call, a completion nor a string")
 
 
+def _is_store(path: Path) -> bool:
+    with path.open("rb") as file:
+        return file.read(16) == SQLITE_HEADER
+
+
+def _from_store(path: Path, run_id: str | None) -> list[Completion]:
+    from cudasmith.store import RunStore
+
+    with RunStore(path) as store:
+        runs = store.runs()
+        if run_id is None and not runs:
+            raise UsageError(f"no runs in {path}")
+        run = store.run(run_id) if run_id else runs[-1]
+        calls = store.calls(run.id, "propose")
+        return [Completion.from_dict(c.completion_dict()) for call in calls for c in call.completions]
+
+
 def load_recording(path: Path) -> list[Completion]:
-    """Every completion recorded in a JSONL file or a run directory, in order."""
+    """Every completion recorded in a JSONL file, a run directory or a run store, in order."""
+    stored, _, run_id = str(path).partition("#")
+    if Path(stored).is_file() and _is_store(Path(stored)):
+        return _from_store(Path(stored), run_id or None)
     file = path / RESPONSES_FILE if path.is_dir() else path
     if not file.is_file():
         raise UsageError(f"no recorded responses at {file}")

@@ -145,7 +145,8 @@ def load_problem_or_task(problem: Problem | str | Path) -> Problem:
     )
 
 
-def _check_device(device: str) -> None:
+def check_device(device: str) -> None:
+    """A one-line UsageError for a device that is not cuda, cuda:N or cpu, or a GPU that is not here."""
     import torch
 
     if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
@@ -178,7 +179,7 @@ def ask(
         raise UsageError("n must be at least 1")
     problem = load_problem_or_task(problem)
     device = device or default_device()
-    _check_device(device)
+    check_device(device)
     config = config or load_llm_config()
     spec = model or config.default_model()
     options = replace(options or EvalOptions(), device=device)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,17 @@ INSTRUCTIONS = {
 
 @dataclass(frozen=True)
 class Parent:
-    """A solution to improve and the judge's verdict on it."""
+    """A solution to improve, the judge's verdict on it, and what the hardware said of it (ptxas
+    resources, Nsight Compute metrics), one fact per line."""
 
     source: str
     verdict: Verdict
+    facts: tuple[str, ...] = ()
+
+    def feedback(self) -> str:
+        """The verdict as feedback, then the hardware's facts."""
+        text = verdict_feedback(self.verdict)
+        return text + ("\n\n" + "\n".join(self.facts) if self.facts else "")
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,7 @@ class PromptBuilder:
         self.templates_dir = Path(templates_dir) if templates_dir is not None else None
         if self.templates_dir is not None and not self.templates_dir.is_dir():
             raise UsageError(f"templates directory not found: {self.templates_dir}")
+        self._task_values: dict[tuple[Any, ...], dict[str, str]] = {}
 
     def template_path(self, name: str) -> Path:
         """The file that holds template `name`: the user's if there is one, else the package's."""
@@ -180,38 +189,53 @@ class PromptBuilder:
         except ValueError as exc:
             raise UsageError(f"template {path}: {exc} (write $$ for a dollar sign)") from None
 
-    def build(
-        self, problem: Problem, device: str, hardware: Hardware | None = None, parent: Parent | None = None
-    ) -> Prompt:
-        """The prompt for a first attempt at `problem` on `device`, or for improving `parent`."""
-        gpu = device.startswith("cuda")
+    def task_values(self, problem: Problem, device: str, hardware: Hardware | None = None) -> dict[str, str]:
+        """The placeholders every template may use: the task, its correctness rules and the hardware.
+        Kept per problem and device, since a search builds hundreds of prompts for one task."""
         hardware = hardware or describe_hardware(device)
-        from cudasmith.runtime.cpu import DEFAULT_FLAGS
+        key = (problem.name, problem.source_hash, device, hardware)
+        if key not in self._task_values:
+            from cudasmith.runtime.cpu import DEFAULT_FLAGS
 
-        values = {
-            "task_name": problem.name,
-            "description": problem.description or "(no description: the reference says what it computes)",
-            "reference_source": public_source(problem),
-            "configs": configs_block(problem),
-            "correctness": correctness_block(problem),
-            "hardware": hardware.block(),
-            "device_name": hardware.name,
-            "kernel_language": "CUDA" if gpu else "C",
-            "arch": hardware.target or "the GPU's architecture",
-            "compile_flags": " ".join(DEFAULT_FLAGS),
-        }
+            self._task_values[key] = {
+                "task_name": problem.name,
+                "description": problem.description or "(no description: the reference says what it computes)",
+                "reference_source": public_source(problem),
+                "configs": configs_block(problem),
+                "correctness": correctness_block(problem),
+                "hardware": hardware.block(),
+                "device_name": hardware.name,
+                "kernel_language": "CUDA" if device.startswith("cuda") else "C",
+                "arch": hardware.target or "the GPU's architecture",
+                "compile_flags": " ".join(DEFAULT_FLAGS),
+            }
+        return self._task_values[key]
+
+    def build(
+        self,
+        problem: Problem,
+        device: str,
+        hardware: Hardware | None = None,
+        parent: Parent | None = None,
+        extras: Sequence[tuple[str, dict[str, str]]] = (),
+    ) -> Prompt:
+        """The prompt for a first attempt at `problem` on `device`, or for improving `parent`.
+
+        `extras` are more sections, each a template name and its own values, put before the last section
+        (what to do): a search's other attempts, inspirations, tunables."""
+        gpu = device.startswith("cuda")
+        values = dict(self.task_values(problem, device, hardware))
         if parent is not None:
             values.update(
                 parent_source=parent.source.strip("\n"),
-                feedback=verdict_feedback(parent.verdict),
+                feedback=parent.feedback(),
                 instruction=_instruction(parent.verdict),
             )
         sections = REFINE_SECTIONS if parent is not None else FIRST_SECTIONS
         names = [("contract_cuda" if gpu else "contract_cpu") if s == "contract" else s for s in sections]
-        prompt = Prompt(
-            system=self.render("system", values),
-            user="\n\n".join(self.render(n, values) for n in names) + "\n",
-        )
+        parts = [self.render(n, values) for n in names]
+        parts[-1:-1] = [self.render(name, {**values, **own}) for name, own in extras]
+        prompt = Prompt(system=self.render("system", values), user="\n\n".join(parts) + "\n")
         _refuse_hidden_configs(problem, prompt)
         return prompt
 

@@ -1,0 +1,136 @@
+"""`cudasmith optimize` in the terminal: a live panel while the search runs, a summary table at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from cudasmith.harness.baselines import BASELINES
+from cudasmith.report.verdict_table import STATUS_STYLE
+from cudasmith.search.driver import Snapshot
+
+
+def _speedups(speedups: dict[str, float]) -> str:
+    return ", ".join(f"{value:.2f}x {BASELINES.get(name, name)}" for name, value in speedups.items()) or "–"
+
+
+def _money(known: float, unpriced: int) -> str:
+    if unpriced and not known:
+        return "unknown (no price reported or configured: [llm.prices] in cudasmith.toml)"
+    return f"US${known:.4f}" + (f" + {unpriced} answers of unknown price" if unpriced else "")
+
+
+def render_snapshot(snapshot: Snapshot, title: str) -> Group:
+    """The live panel: progress, judge and model activity, the best so far, spend, latency."""
+    top = snapshot.best
+    lines = [
+        Text(title, style="bold"),
+        Text(
+            f"{snapshot.progress} · judged {snapshot.judged} · judging {'1' if snapshot.judging else '0'} · "
+            f"queued {snapshot.queued} · model calls in flight {snapshot.calls_in_flight}"
+        ),
+    ]
+    if top is not None and top.verdict is not None:
+        sol = top.sol_pct()
+        lines.append(
+            Text(
+                f"best: candidate {top.id} · {_speedups(top.verdict.speedups)}"
+                + (f" · {sol:.0f} % of speed of light" if sol is not None else "")
+            )
+        )
+    else:
+        lines.append(Text("best: nothing correct yet"))
+    latency = "–" if snapshot.latency_s is None else f"{snapshot.latency_s:.1f} s"
+    lines.append(
+        Text(
+            f"spent US${snapshot.spent_usd:.4f} (priced answers) · model latency (median) {latency} · "
+            f"judge idle waiting for answers {snapshot.idle_s:.1f} s",
+            style="dim",
+        )
+    )
+    return Group(*lines)
+
+
+@contextmanager
+def live_view(title: str, enabled: bool, console: Console | None = None) -> Iterator[Any]:
+    """A callback for the driver's snapshots that redraws the panel (a no-op when not enabled)."""
+    if not enabled:
+        yield None
+        return
+    console = console or Console(stderr=True)
+    with Live(Text(title), console=console, refresh_per_second=4, transient=True) as live:
+
+        def update(snapshot: Snapshot) -> None:
+            live.update(render_snapshot(snapshot, title))
+
+        yield update
+
+
+def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
+    """The run's outcome: best kernel, verdicts per status, cost, the judge's time, the verifier."""
+    console = console or Console(emoji=False, highlight=False)
+    best = summary.get("best")
+    headline = "no correct kernel found"
+    if best is not None:
+        headline = f"best: candidate {best['candidate']} · {_speedups(best['speedups'])}"
+        if best.get("sol_pct") is not None:
+            headline += f" · {best['sol_pct']:.0f} % of speed of light"
+    console.print(f"[bold]{escape(headline)}[/]")
+    console.print(
+        escape(
+            f"{summary['task']} · {summary['strategy']} · {', '.join(summary['models'])} · {summary['device']}"
+        ),
+        style="dim",
+    )
+    table = Table(show_edge=False, pad_edge=False, show_header=False)
+    table.add_column(justify="left")
+    table.add_column(justify="left")
+    counts = ", ".join(
+        f"[{STATUS_STYLE.get(status, '')}]{status}[/] {count}" for status, count in summary["counts"].items()
+    )
+    cost = summary["cost"]
+    judge = summary["judge"]
+    llm = summary["llm"]
+    latency = "–" if llm["latency_median_s"] is None else f"{llm['latency_median_s']:.1f} s median"
+    rows = [
+        ("candidates", f"{summary['candidates']} in {summary['rounds']} rounds: {counts}"),
+        (
+            "judge",
+            f"{summary['judged']} judged, {summary['cached']} from the cache, busy {judge['busy_s']:.1f} s, "
+            f"idle waiting for answers {judge['idle_waiting_s']:.1f} s",
+        ),
+        ("model calls", f"{llm['calls']} ({llm['failed_calls']} failed), latency {latency}"),
+        (
+            "cost",
+            f"{_money(cost['known_usd'], cost['unpriced_answers'])}; {cost['input_tokens']:,} tokens in, "
+            f"{cost['output_tokens']:,} out",
+        ),
+        ("stopped", summary.get("stop_reason") or "–"),
+    ]
+    verifier = summary.get("verifier")
+    if verifier:
+
+        def share(value: float | None) -> str:
+            return "–" if value is None else f"{value:.0%}"
+
+        rows.append(
+            (
+                "verifier",
+                f"{verifier['model']}: precision {share(verifier['precision'])}, recall {share(verifier['recall'])} "
+                f"of its 'fail' against the judge ({verifier['reviewed']} reviewed; "
+                f"{verifier['deferred_unjudged']} it failed were never judged)",
+            )
+        )
+    for label, value in rows:
+        table.add_row(label, value if label == "candidates" else escape(value))
+    console.print(table)
+    if summary.get("best_path"):
+        console.print(escape(f"best kernel: {summary['best_path']}"))
+    console.print(escape(f"run {summary['run_id']} (resume with --resume {summary['run_id']})"), style="dim")

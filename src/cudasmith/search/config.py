@@ -1,0 +1,101 @@
+"""Search settings: one validated object, read from the `[optimize]` table of cudasmith.toml.
+
+[optimize]
+strategy = "evolve"          # or "fsr"
+n = 4                        # candidates per round
+depth = 5                    # rounds
+verifier = "openai:gpt-5-mini"
+[optimize.evolve]
+islands = 5
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cudasmith.errors import UsageError
+from cudasmith.llm.config import read_config_table
+from cudasmith.search.novelty import NEAR_DUPLICATE_RATIO
+
+# CUDA-LLM's FSR: N candidates per round, D rounds; we stop earlier after PATIENCE rounds without a gain
+# larger than the timing noise (NOISE, or the best time's own 95 % interval where that is wider).
+CANDIDATES_PER_ROUND = 4
+ROUNDS = 5
+PATIENCE = 2
+NOISE = 0.02
+# Model calls in flight at once, and candidates waiting for the judge before no new call is made:
+# enough to keep the judge busy, few enough that proposals are built from recent verdicts.
+MAX_IN_FLIGHT = 4
+MAX_QUEUED = 2
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FSRConfig(_Strict):
+    """Feature Search and Reinforcement (CUDA-LLM)."""
+
+    failures_shown: int = Field(4, ge=0, description="Distinct failures of the last round put in the prompt.")
+    feedback_chars: int = Field(4000, ge=200, description="Characters of failure feedback at most.")
+
+
+class EvolveConfig(_Strict):
+    """Islands and a MAP-Elites grid (OpenEvolve's defaults for islands and migration)."""
+
+    islands: int = Field(5, ge=1)
+    migration_interval: int = Field(50, ge=1, description="Generations of every island between migrations.")
+    migration_rate: float = Field(0.1, gt=0, le=1, description="Share of an island's best sent to the next.")
+    population: int = Field(40, ge=2, description="Members kept per island.")
+    exploitation: float = Field(0.7, ge=0, le=1, description="Parents drawn from the elites.")
+    exploration: float = Field(0.2, ge=0, le=1, description="Parents drawn at random from the island.")
+    inspirations_top: int = Field(2, ge=0)
+    inspirations_diverse: int = Field(1, ge=0)
+    diff_rate: float = Field(0.6, ge=0, le=1, description="Mutations asked as SEARCH/REPLACE edits.")
+    crossover_rate: float = Field(0.1, ge=0, le=1)
+    sol_buckets: tuple[float, ...] = Field((5, 15, 30, 50, 75), description="% of speed of light edges.")
+    size_buckets: tuple[int, ...] = Field((60, 120, 240), description="Lines of code edges.")
+
+    @model_validator(mode="after")
+    def _ratios(self) -> EvolveConfig:
+        if self.exploitation + self.exploration > 1:
+            raise ValueError("exploitation + exploration must be at most 1 (the rest is random)")
+        return self
+
+
+class OptimizeConfig(_Strict):
+    """Everything a search needs besides the models and the judge's options."""
+
+    strategy: Literal["fsr", "evolve"] = "fsr"
+    n: int = Field(CANDIDATES_PER_ROUND, ge=1)
+    depth: int = Field(ROUNDS, ge=1)
+    patience: int = Field(PATIENCE, ge=1)
+    noise: float = Field(NOISE, ge=0)
+    max_in_flight: int = Field(MAX_IN_FLIGHT, ge=1)
+    max_queued: int = Field(MAX_QUEUED, ge=1)
+    weights: tuple[float, ...] = Field((), description="One weight per model (default: equal).")
+    cost_sensitivity: float = Field(0.5, ge=0, description="How strongly a costlier model is picked less.")
+    tunable_trials: int = Field(4, ge=0, description="Variants of a candidate's tunables judged per sweep.")
+    novelty_threshold: float = Field(NEAR_DUPLICATE_RATIO, gt=0, le=1)
+    verifier: str | None = None
+    profile: bool = Field(
+        True, description="Nsight Compute metrics of each new best, where ncu is available."
+    )
+    fsr: FSRConfig = FSRConfig()
+    evolve: EvolveConfig = EvolveConfig()
+
+
+def load_optimize_config(explicit: str | Path | None = None, **overrides: Any) -> OptimizeConfig:
+    """The `[optimize]` settings, validated; keyword overrides (not None) win over the file."""
+    table, path = read_config_table("optimize", explicit)
+    table = {**table, **{k: v for k, v in overrides.items() if v is not None}}
+    try:
+        return OptimizeConfig.model_validate(table)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "optimize"
+        source = f"{path}: " if path else ""
+        raise UsageError(f"{source}optimize.{where}: {error['msg']}") from None

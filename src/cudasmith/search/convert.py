@@ -1,0 +1,77 @@
+"""Between the run store's rows and the search's objects: requests, prompts, candidates and verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from cudasmith.harness.nsight import NcuProfile
+from cudasmith.harness.verdict import Verdict
+from cudasmith.llm import Message, Request
+from cudasmith.search.feedback import verdict_from_dict
+from cudasmith.search.prompts import Prompt
+from cudasmith.search.resources import KernelResources, describe_resources
+from cudasmith.search.strategies.base import Candidate
+from cudasmith.store import CandidateRecord
+from cudasmith.tasks.problem import Problem
+
+# An answer in which no solution was found is judged like source that does not compile.
+NO_SOLUTION_STATUS = "compile_error"
+
+
+def request_to_dict(request: Request) -> dict[str, Any]:
+    """A request as the store keeps it."""
+    return asdict(request)
+
+
+def request_from_dict(data: dict[str, Any]) -> Request:
+    """A stored request, to send again."""
+    messages = tuple(Message(m["role"], m["content"]) for m in data["messages"])
+    return Request(**{**data, "messages": messages})
+
+
+def prompt_from_request(data: dict[str, Any]) -> Prompt:
+    """The system and user messages of a stored request."""
+    by_role = {m["role"]: m["content"] for m in data.get("messages", [])}
+    return Prompt(by_role.get("system", ""), by_role.get("user", ""))
+
+
+def facts_from_meta(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The hardware's facts about a candidate (ptxas, Nsight Compute) as prompt lines."""
+    facts = []
+    if meta.get("ptxas"):
+        facts.append(describe_resources([KernelResources(**k) for k in meta["ptxas"]], meta.get("arch", "")))
+    if meta.get("profile"):
+        facts.append(NcuProfile(**meta["profile"]).describe())
+    return tuple(facts)
+
+
+def candidate_from_record(record: CandidateRecord) -> Candidate:
+    """A stored candidate as a strategy sees it."""
+    return Candidate(
+        id=record.id,
+        proposal=record.key.rsplit("/", 1)[0],
+        round=record.round,
+        operator=record.operator or "",
+        parents=tuple(record.parents),
+        island=record.island,
+        source=record.source,
+        model=record.meta.get("model"),
+        verdict=None if record.verdict is None else verdict_from_dict(record.verdict),
+        skipped=record.skipped,
+        facts=facts_from_meta(record.meta),
+        meta=record.meta,
+    )
+
+
+def no_solution_verdict(problem: Problem, device_name: str, reason: str, notes: list[str]) -> Verdict:
+    """The verdict on an answer in which no solution file was found."""
+    return Verdict(
+        status=NO_SOLUTION_STATUS,
+        reason=f"no solution in the answer: {reason}",
+        task=problem.name,
+        solution="",
+        device=device_name,
+        dtype=problem.dtype,
+        notes=list(notes),
+    )

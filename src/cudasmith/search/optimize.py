@@ -1,0 +1,223 @@
+"""`cudasmith.optimize`: search for a faster kernel with language models, on the run store.
+
+result = cudasmith.optimize("level1/softmax", ["openai:gpt-5-mini"], strategy="fsr", n=4, depth=5)
+result.best_path, result.summary["best_speedup"]
+cudasmith.optimize(resume=result.run_id)       # goes on after a crash, nothing asked or judged twice
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cudasmith.errors import UsageError
+from cudasmith.harness.runner import EvalOptions
+from cudasmith.harness.version import harness_version
+from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
+from cudasmith.search.config import OptimizeConfig, load_optimize_config
+from cudasmith.search.driver import Driver, Outcome, Search, Snapshot
+from cudasmith.search.ensemble import Ensemble
+from cudasmith.search.hardware import describe_hardware
+from cudasmith.search.judge import Judge, JudgeFactory, cache_key
+from cudasmith.search.prompts import PromptBuilder
+from cudasmith.search.strategies import STRATEGIES, SearchContext, best
+from cudasmith.search.summary import summarize
+from cudasmith.store import Run, RunStore, new_run_id
+from cudasmith.tasks.problem import Problem, load_problem
+
+
+@dataclass
+class OptimizeResult:
+    """A finished (or stopped) run: its id, its store, the best kernel's file and the summary."""
+
+    run_id: str
+    store_path: Path
+    best_path: Path | None
+    summary: dict[str, Any]
+
+    @property
+    def best_speedup(self) -> float | None:
+        """The best correct kernel's geometric-mean speedup over eager PyTorch."""
+        return self.summary.get("best_speedup")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary, as `optimize --json` prints it."""
+        return {**self.summary, "store": str(self.store_path)}
+
+
+def _judge_options_dict(options: EvalOptions) -> dict[str, Any]:
+    data = asdict(options)
+    data.pop("seed")  # the run's secret seed has a column of its own
+    return data
+
+
+def _judge_options(data: dict[str, Any], seed: int | None) -> EvalOptions:
+    values = dict(data)
+    for name in ("allow_torch_ops", "baselines"):
+        if isinstance(values.get(name), list):
+            values[name] = tuple(values[name])
+    return EvalOptions(**values, seed=seed)
+
+
+def _new_run(
+    store: RunStore,
+    problem: Problem,
+    models: list[str],
+    config: OptimizeConfig,
+    options: EvalOptions,
+    budget_usd: float | None,
+) -> Run:
+    from cudasmith.device import software_versions
+    from cudasmith.hardware import device_name
+
+    seed = options.seed if options.seed is not None else secrets.randbits(32)
+    run = Run(
+        kind="optimize",
+        task=problem.name,
+        task_version=problem.source_hash,
+        problem_path=str(problem.path),
+        strategy=config.strategy,
+        models=models,
+        options={
+            "search": config.model_dump(mode="json"),
+            "judge": _judge_options_dict(options),
+            "budget_usd": budget_usd,
+        },
+        device=options.device,
+        device_name=device_name(options.device),
+        versions=software_versions(),
+        harness_version=harness_version(),
+        secret_seed=seed,
+    )
+    run.id = new_run_id("optimize")
+    run.directory = str(store.path.parent / run.id)
+    return store.create_run(run)
+
+
+def _resumed(store: RunStore, run_id: str) -> tuple[Run, Problem, OptimizeConfig, EvalOptions]:
+    run = store.run(run_id)
+    if run.kind != "optimize":
+        raise UsageError(f"run {run_id} is a {run.kind} run, not an optimize run")
+    problem = load_problem(run.problem_path or "", name=run.task)
+    if problem.source_hash != run.task_version:
+        raise UsageError(f"{run.problem_path} changed since run {run_id} began; start a new run")
+    config = OptimizeConfig.model_validate(run.options["search"])
+    return run, problem, config, _judge_options(run.options["judge"], run.secret_seed)
+
+
+async def _drive(search: Search) -> Outcome:
+    try:
+        return await Driver(search).run()
+    finally:
+        for client in search.clients.values():
+            await client.close()
+
+
+def optimize(
+    problem: Problem | str | Path | None = None,
+    models: str | Sequence[str] | None = None,
+    *,
+    strategy: str | None = None,
+    n: int | None = None,
+    depth: int | None = None,
+    budget: float | None = None,
+    device: str | None = None,
+    store: str | Path | None = None,
+    resume: str | None = None,
+    output: str | Path | None = None,
+    verifier: str | None = None,
+    config: OptimizeConfig | None = None,
+    llm_config: LLMConfig | None = None,
+    options: EvalOptions | None = None,
+    templates: str | Path | None = None,
+    judge_factory: JudgeFactory = Judge,
+    on_change: Callable[[Snapshot], None] | None = None,
+) -> OptimizeResult:
+    """Search for a faster kernel of `problem` (a task name, a problem file or a Problem) with `models`,
+    or go on with run `resume`; the best kernel is written to `output` (else the run's directory)."""
+    from cudasmith.search.ask import check_device, load_problem_or_task
+
+    llm_config = llm_config or load_llm_config()
+    run_store = RunStore(store)
+    if resume is not None:
+        run, loaded, config, options = _resumed(run_store, resume)
+        budget_usd = budget if budget is not None else run.options.get("budget_usd")
+        model_specs = list(run.models)
+    else:
+        if problem is None:
+            raise UsageError("give a task (or a problem file) to optimize, or --resume RUN")
+        from cudasmith.api import default_device
+
+        loaded = load_problem_or_task(problem)
+        model_specs = [models] if isinstance(models, str) else list(models or [llm_config.default_model()])
+        overrides = {"strategy": strategy, "n": n, "depth": depth, "verifier": verifier}
+        set_values = {k: v for k, v in overrides.items() if v is not None}
+        config = config.model_copy(update=set_values) if config else load_optimize_config(**set_values)
+        if config.strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy {config.strategy!r}; known: {', '.join(STRATEGIES)}")
+        options = replace(options or EvalOptions(), device=device or default_device())
+        budget_usd = budget if budget is not None else llm_config.budget_usd
+    check_device(options.device)
+    if config.weights and len(config.weights) != len(model_specs):
+        raise UsageError(f"{len(config.weights)} weights for {len(model_specs)} models")
+    shared_budget = Budget(budget_usd)
+    # Made first: a missing key or SDK fails before any run is stored.
+    clients: dict[str, LLMClient] = {
+        spec: make_client(spec, llm_config, budget=shared_budget)
+        for spec in dict.fromkeys([*model_specs, *([config.verifier] if config.verifier else [])])
+    }
+    if resume is None:
+        run = _new_run(run_store, loaded, model_specs, config, options, budget_usd)
+    options = replace(options, seed=run.secret_seed)
+    context = SearchContext(
+        problem=loaded,
+        device=options.device,
+        builder=PromptBuilder(templates),
+        hardware=describe_hardware(options.device),
+        config=config,
+        seed=run.secret_seed or 0,
+    )
+    run_dir = Path(run.directory or run_store.path.parent / run.id)
+    previous_idle = float(((run.summary or {}).get("judge") or {}).get("idle_waiting_s") or 0.0)
+    try:
+        with judge_factory(loaded, options) as judge:
+            search = Search(
+                store=run_store,
+                run=run,
+                strategy=STRATEGIES[config.strategy](context),
+                context=context,
+                clients=clients,
+                budget=shared_budget,
+                ensemble=Ensemble(model_specs, config.weights, config.cost_sensitivity),
+                llm_config=llm_config,
+                judge=judge,
+                cache_key=cache_key(loaded, options, run.device_name),
+                run_dir=run_dir,
+                verifier=config.verifier,
+                on_change=on_change,
+            )
+            outcome = asyncio.run(_drive(search))
+    except KeyboardInterrupt:
+        run_store.update_run(run.id, status="stopped", stop_reason="interrupted")
+        raise
+    top = best(list(context.candidates.values()))
+    best_path = None
+    if top is not None and top.source is not None:
+        best_path = Path(output) if output is not None else run_dir / "best.py"
+        best_path.parent.mkdir(parents=True, exist_ok=True)
+        best_path.write_text(top.source)
+    run_store.update_run(run.id, status="finished", stop_reason=outcome.stop_reason)
+    run = run_store.run(run.id)
+    summary = summarize(
+        run_store,
+        run,
+        previous_idle + outcome.judge_idle_waiting_s,
+        None if best_path is None else str(best_path),
+    )
+    summary["errors"] = outcome.errors
+    run_store.update_run(run.id, summary=summary)
+    return OptimizeResult(run.id, run_store.path, best_path, summary)

@@ -1,0 +1,30 @@
+"""Search strategies behind one interface (`base.Strategy`): `fsr`, `evolve`, and `one-shot`."""
+
+from __future__ import annotations
+
+from cudasmith.search.strategies.base import (
+    Candidate,
+    Event,
+    Proposal,
+    SearchContext,
+    Strategy,
+    best,
+)
+from cudasmith.search.strategies.evolve import Evolve
+from cudasmith.search.strategies.fsr import FSR
+from cudasmith.search.strategies.oneshot import OneShot
+
+STRATEGIES: dict[str, type[Strategy]] = {"fsr": FSR, "evolve": Evolve}
+
+__all__ = [
+    "FSR",
+    "STRATEGIES",
+    "Candidate",
+    "Event",
+    "Evolve",
+    "OneShot",
+    "Proposal",
+    "SearchContext",
+    "Strategy",
+    "best",
+]

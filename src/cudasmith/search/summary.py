@@ -1,0 +1,116 @@
+"""A run's summary, computed from the run store: the best kernel, counts per status, cost, the judge's
+time, the verifier's precision and recall. What `optimize --json` prints and the run row keeps."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from typing import Any
+
+from cudasmith.search.convert import candidate_from_record
+from cudasmith.search.strategies.base import best
+from cudasmith.search.verifier import agreement
+from cudasmith.store import Run, RunStore
+
+
+def cost_summary(store: RunStore, run_id: str, correct: int) -> dict[str, Any]:
+    """Tokens and dollars per model and in all; `usd` is None while any answer's price is unknown."""
+    by_model: dict[str, dict[str, Any]] = {}
+    for call in store.calls(run_id):
+        entry = by_model.setdefault(
+            call.model,
+            {
+                "calls": 0,
+                "answers": 0,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "known_usd": 0.0,
+                "unpriced_answers": 0,
+            },
+        )
+        entry["calls"] += 1
+        for completion in call.completions:
+            entry["answers"] += 1
+            entry["input_tokens"] += completion.input_tokens or 0
+            entry["output_tokens"] += completion.output_tokens or 0
+            if completion.cost_usd is None:
+                entry["unpriced_answers"] += 1
+            else:
+                entry["known_usd"] += completion.cost_usd
+    for entry in by_model.values():
+        entry["usd"] = entry["known_usd"] if not entry["unpriced_answers"] else None
+    known = sum(e["known_usd"] for e in by_model.values())
+    unpriced = sum(e["unpriced_answers"] for e in by_model.values())
+    usd = known if not unpriced else None
+    return {
+        "usd": usd,
+        "known_usd": known,
+        "unpriced_answers": unpriced,
+        "input_tokens": sum(e["input_tokens"] for e in by_model.values()),
+        "output_tokens": sum(e["output_tokens"] for e in by_model.values()),
+        "per_correct_usd": usd / correct if usd is not None and correct else None,
+        "by_model": by_model,
+    }
+
+
+def summarize(
+    store: RunStore, run: Run, judge_idle_waiting_s: float = 0.0, best_path: str | None = None
+) -> dict[str, Any]:
+    """The summary of a run as stored now."""
+    records = store.candidates(run.id)
+    candidates = [candidate_from_record(r) for r in records]
+    top = best(candidates)
+    counts = Counter(
+        c.verdict.status if c.verdict else ("skipped" if c.skipped else "unjudged") for c in candidates
+    )
+    correct = counts.get("correct", 0)
+    calls = store.calls(run.id)
+    latencies = [c.latency_s for call in calls for c in call.completions if c.latency_s is not None]
+    verdicts = store.verdicts(run.id)
+    summary: dict[str, Any] = {
+        "run_id": run.id,
+        "task": run.task,
+        "device": run.device_name,
+        "strategy": run.strategy,
+        "models": run.models,
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "best_path": best_path,
+        "best_speedup": None if top is None else top.speedup,
+        "best": None
+        if top is None
+        else {
+            "candidate": top.id,
+            "round": top.round,
+            "model": top.model,
+            "speedups": top.verdict.speedups if top.verdict else {},
+            "sol_pct": top.sol_pct(),
+        },
+        "candidates": len(candidates),
+        "counts": dict(sorted(counts.items())),
+        "judged": len([v for v in verdicts if v.code_hash is not None]),
+        "cached": sum(r.verdict_cached for r in records),
+        "rounds": 1 + max((c.round for c in candidates), default=-1),
+        "cost": cost_summary(store, run.id, correct),
+        "llm": {
+            "calls": len(calls),
+            "failed_calls": sum(c.status == "failed" for c in calls),
+            "latency_median_s": statistics.median(latencies) if latencies else None,
+            "latency_max_s": max(latencies, default=None),
+        },
+        "judge": {
+            "busy_s": round(sum(v.wall_s or 0.0 for v in verdicts), 3),
+            "idle_waiting_s": round(judge_idle_waiting_s, 3),
+        },
+        "verifier": None,
+    }
+    reviewed = [(r.verifier["verdict"], r.status) for r in records if r.verifier and r.status is not None]
+    verifier_models = {r.verifier.get("model") for r in records if r.verifier}
+    if verifier_models:
+        deferred = [r for r in records if r.verifier and r.verifier["verdict"] == "fail" and r.status is None]
+        summary["verifier"] = {
+            "model": sorted(m for m in verifier_models if m)[0] if any(verifier_models) else None,
+            **agreement(reviewed),
+            "deferred_unjudged": len(deferred),
+        }
+    return summary
