@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cudasmith.bench.judging import Judge, cache_key, harness_version
 from cudasmith.bench.layout import SolutionFolder, Submission, discover
 from cudasmith.errors import UsageError
 from cudasmith.harness.runner import EvalOptions
+from cudasmith.harness.version import harness_version
 from cudasmith.report.runs import load_run
+from cudasmith.search.judge import Judge, cache_key
 from cudasmith.store import CandidateRecord, Run, RunStore, code_hash, new_run_id
 from cudasmith.tasks.problem import Problem, load_problem
 
