@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudasmith.harness.launch_cost import NCU_UNITS_MS, find_ncu
+from cudasmith.device.launch_cost import NCU_UNITS_MS, find_ncu
 from cudasmith.harness.process import SECRET_ENV
 
 # The curated set: throughput of DRAM and of the SMs against their peaks, achieved occupancy, L2 hits.
