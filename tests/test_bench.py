@@ -98,9 +98,11 @@ def test_a_bench_resumes_and_reuses_verdicts(suite_bench: tuple[Path, Path, Benc
         stopped = store.runs(kind="bench")[-1]
         assert stopped.id != first.run_id and stopped.status == "stopped"
         assert sum(c.verdict is not None for c in store.candidates(stopped.id)) == 1
+        verdicts_before = len(store.verdicts(first.run_id))
         resumed = bench_folder(store, resume=stopped.id)
         # Nothing is judged again: the first bench's verdicts are in the store's evaluation cache.
-        assert (resumed.run_id, resumed.judged, resumed.cached) == (stopped.id, 0, 5)
+        assert (resumed.run_id, resumed.judged, resumed.cached) == (stopped.id, 0, 6)
+        assert len(store.verdicts(first.run_id)) == verdicts_before
         assert store.run(stopped.id).status == "finished"
     again = view(store_path, stopped.id).summary
     assert again.statuses == view(store_path, first.run_id).summary.statuses

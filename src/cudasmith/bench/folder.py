@@ -32,7 +32,8 @@ FOLDER_STRATEGY = "folder"
 
 @dataclass
 class BenchResult:
-    """What a bench did: its run, how many kernels it judged, and how many verdicts it reused."""
+    """A bench run, the verdicts given in it (by the judge, or for an answer with no code) and those
+    taken from the store's evaluation cache (over all its sessions), and the files it did not judge."""
 
     run_id: str
     judged: int
@@ -118,14 +119,14 @@ def judge_pending(
     options: EvalOptions,
     progress: Progress | None = None,
     on_verdict: OnVerdict | None = None,
-) -> tuple[int, int]:
+) -> None:
     """Give every candidate of the run without a verdict one (from the cache, else from the judge),
-    one task's judge session at a time; returns (judged, taken from the cache)."""
+    one task's judge session at a time."""
     from cudasmith.hardware import device_name
 
     candidates = store.candidates(run.id)
     pending = [c for c in candidates if c.verdict is None]
-    done, judged, cached = len(candidates) - len(pending), 0, 0
+    done = len(candidates) - len(pending)
     loaded: dict[str, Problem] = {}
     name = device_name(options.device)
     for task in dict.fromkeys(c.meta["task"] for c in pending):
@@ -141,17 +142,14 @@ def judge_pending(
                 stored = store.cached_verdict(candidate.code_hash or "", key)
                 if stored is not None:
                     store.use_cached_verdict(candidate.id, stored.id)
-                    cached += 1
                 else:
                     verdict = judge.judge(path)
                     store.record_verdict(
                         candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id, verdict.wall_s
                     )
-                    judged += 1
                 done += 1
                 if on_verdict:
                     on_verdict(store.candidate(candidate.id), stored is not None)
-    return judged, cached
 
 
 def bench_folder(
@@ -180,10 +178,11 @@ def bench_folder(
         for submission in found.submissions:
             _add(store, run, submission, found.problems[submission.task])
     try:
-        judged, cached = judge_pending(store, run, options, progress, on_verdict)
+        judge_pending(store, run, options, progress, on_verdict)
     except BaseException:
         store.update_run(run.id, status="stopped", stop_reason="interrupted; --resume goes on")
         raise
     store.update_run(run.id, status="finished", summary=load_run(store, run.id).summary.to_dict())
     unmatched = [(path, why) for path, why in run.options.get("unmatched", [])]
-    return BenchResult(run.id, judged, cached, unmatched)
+    cached = sum(c.verdict_cached for c in store.candidates(run.id))
+    return BenchResult(run.id, len(store.verdicts(run.id)), cached, unmatched)

@@ -19,7 +19,8 @@ from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.report.metrics import speedup_of
-from cudasmith.store import CandidateRecord, RunStore, Turn
+from cudasmith.report.runs import task_runs
+from cudasmith.store import CandidateRecord, Run, RunStore, Turn
 
 CORRECT_BONUS = 0.3
 RETURN_DISCOUNT = 0.4
@@ -61,8 +62,14 @@ def _returns(candidates: list[CandidateRecord]) -> dict[int, float]:
 
 
 def trajectory_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
-    """One row per judged answer of a model in the run, each holding the whole chain before it."""
+    """One row per judged answer of a model in the run (a bench of a model: in its searches, task by
+    task), each holding the whole chain before it."""
     run = store.run(run_id)
+    searches = task_runs(store, run) if run.kind == "bench" else {}
+    return [row for search in (list(searches.values()) or [run]) for row in _search_rows(store, search)]
+
+
+def _search_rows(store: RunStore, run: Run) -> list[dict[str, Any]]:
     candidates = store.candidates(run.id)
     returns = _returns(candidates)
     rows = []
