@@ -41,13 +41,15 @@ class BenchResult:
     unmatched: list[tuple[str, str]]
 
 
-def _options_dict(options: EvalOptions) -> dict[str, Any]:
+def judge_options_dict(options: EvalOptions) -> dict[str, Any]:
+    """The judging options as a bench run stores them (JSON)."""
     data = asdict(options)
     data.pop("seed")  # the run's secret seed has a column of its own
     return data
 
 
-def _options(run: Run) -> EvalOptions:
+def judge_options(run: Run) -> EvalOptions:
+    """The judging options a bench run stored, with its secret seed."""
     values = dict(run.options["judge"])
     for name in ("allow_torch_ops", "baselines"):
         if isinstance(values.get(name), list):
@@ -74,7 +76,7 @@ def _new_run(store: RunStore, found: SolutionFolder, options: EvalOptions, kerne
             "folder": str(found.root.resolve()),
             "layout": found.layout,
             "kernelbench": None if kernelbench is None else str(kernelbench.resolve()),
-            "judge": _options_dict(options),
+            "judge": judge_options_dict(options),
             "unmatched": [[str(path), why] for path, why in found.unmatched],
         },
         device=options.device,
@@ -167,7 +169,7 @@ def bench_folder(
         run = store.run(resume)
         if run.kind != "bench" or run.strategy != FOLDER_STRATEGY:
             raise UsageError(f"run {resume} is not a bench of a folder")
-        options = _options(run)
+        options = judge_options(run)
     else:
         if folder is None:
             raise UsageError("give a folder of solutions, or --resume RUN")

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from cudasmith.bench.folder import BenchResult, scope
+from cudasmith.bench.folder import BenchResult, judge_options, judge_options_dict, scope
 from cudasmith.errors import UsageError
 from cudasmith.harness.runner import EvalOptions
 from cudasmith.harness.version import harness_version
@@ -45,8 +45,6 @@ def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options
     from cudasmith.device import software_versions
     from cudasmith.hardware import device_name
 
-    judge = asdict(options)
-    judge.pop("seed")
     run = Run(
         kind="bench",
         task=scope([p.name for p in problems]),
@@ -58,7 +56,9 @@ def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options
             "k": spec.k,
             "depth": spec.depth,
             "budget_usd": spec.budget_usd,
-            "judge": judge,
+            "judge": judge_options_dict(options),
+            # The seed the user fixed for every search (each draws its own otherwise).
+            "judge_seed": options.seed,
         },
         device=options.device,
         device_name=device_name(options.device),
@@ -87,11 +87,7 @@ def _resumed(store: RunStore, run_id: str) -> tuple[Run, list[Problem], ModelBen
         run.options["depth"],
         run.options["budget_usd"],
     )
-    judge: dict[str, Any] = dict(run.options["judge"])
-    for name in ("allow_torch_ops", "baselines"):
-        if isinstance(judge.get(name), list):
-            judge[name] = tuple(judge[name])
-    return run, problems, spec, EvalOptions(**judge)
+    return run, problems, spec, replace(judge_options(run), seed=run.options.get("judge_seed"))
 
 
 def _search_run(store: RunStore, bench: Run, task: str) -> Run | None:

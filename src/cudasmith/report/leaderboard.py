@@ -110,7 +110,9 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
     console = console or Console()
     summary = view.summary
     statuses = ", ".join(f"[{STATUS_STYLE.get(s, '')}]{s}[/] {n}" for s, n in summary.statuses.items())
-    console.print(f"[bold]{view.run.id}[/]: {summary.attempts} attempts on {summary.tasks} tasks: {statuses}")
+    kernels = f"{summary.attempts} kernel{'s' if summary.attempts != 1 else ''}"
+    tasks = f"{summary.tasks} task{'s' if summary.tasks != 1 else ''}"
+    console.print(f"[bold]{view.run.id}[/]: {kernels} judged on {tasks}: {statuses}")
     for rule, count in summary.rules.items():
         console.print(f"  rejected {count}× for {rule}: {RULE_TITLES.get(rule, 'a rule not named here')}")
     if summary.pass_at_k:
