@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +13,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from cudasmith.commands.bench import bench_command
+from cudasmith.commands.export import export_command
 from cudasmith.commands.optimize import optimize_command
+from cudasmith.commands.report import report_command
 from cudasmith.errors import CudasmithError, UsageError
 
 app = typer.Typer(
@@ -38,6 +42,17 @@ def one_line_errors() -> Iterator[None]:
         _fail(str(exc))
     except ImportError as exc:
         _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
+
+
+def guarded(command: Callable[..., None]) -> Callable[..., None]:
+    """A command whose body lives in cudasmith.commands, with one-line errors around it."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        with one_line_errors():
+            command(*args, **kwargs)
+
+    return run
 
 
 def _fail(message: str) -> None:
@@ -500,6 +515,11 @@ def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
             return ensure_launch_cost(remeasure=True)
     except CudasmithError as exc:
         return f"{exc} (GPU times are bare CUPTI spans)"
+
+
+app.command("bench")(guarded(bench_command))
+app.command("report")(guarded(report_command))
+app.command("export")(guarded(export_command))
 
 
 def main() -> None:

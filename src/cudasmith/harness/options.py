@@ -7,7 +7,8 @@ measure what they cost and makes a verdict that judges nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.timing.protocol import L2_STATES
@@ -109,6 +110,22 @@ class EvalOptions:
         if self.call_timeout_s is not None:
             return self.call_timeout_s
         return max(CALL_FLOOR_S, CALL_FACTOR * (reference_s or 0.0))
+
+    def stored(self) -> dict[str, Any]:
+        """The options as a run store keeps them (JSON; the secret seed has a column of its own)."""
+        data = asdict(self)
+        data.pop("seed")
+        return data
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any], seed: int | None) -> EvalOptions:
+        """Options a run stored; fields this version no longer has (a run from an older one) are dropped."""
+        known = {item.name for item in fields(cls)}
+        values = {name: value for name, value in data.items() if name in known and name != "seed"}
+        for name in ("allow_torch_ops", "baselines"):
+            if isinstance(values.get(name), list):
+                values[name] = tuple(values[name])
+        return cls(**values, seed=seed)
 
     def warm(self) -> int:
         """How many candidate workers to keep started ahead."""

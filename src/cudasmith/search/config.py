@@ -69,7 +69,7 @@ class EvolveConfig(_Strict):
 class OptimizeConfig(_Strict):
     """Everything a search needs besides the models and the judge's options."""
 
-    strategy: Literal["fsr", "evolve"] = "fsr"
+    strategy: Literal["fsr", "evolve", "one-shot"] = "fsr"
     n: int = Field(CANDIDATES_PER_ROUND, ge=1)
     depth: int = Field(ROUNDS, ge=1)
     patience: int = Field(PATIENCE, ge=1)

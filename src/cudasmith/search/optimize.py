@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,20 +50,6 @@ class OptimizeResult:
         return {**self.summary, "store": str(self.store_path)}
 
 
-def _judge_options_dict(options: EvalOptions) -> dict[str, Any]:
-    data = asdict(options)
-    data.pop("seed")  # the run's secret seed has a column of its own
-    return data
-
-
-def _judge_options(data: dict[str, Any], seed: int | None) -> EvalOptions:
-    values = dict(data)
-    for name in ("allow_torch_ops", "baselines"):
-        if isinstance(values.get(name), list):
-            values[name] = tuple(values[name])
-    return EvalOptions(**values, seed=seed)
-
-
 def _new_run(
     store: RunStore,
     problem: Problem,
@@ -85,7 +71,7 @@ def _new_run(
         models=models,
         options={
             "search": config.model_dump(mode="json"),
-            "judge": _judge_options_dict(options),
+            "judge": options.stored(),
             "budget_usd": budget_usd,
         },
         device=options.device,
@@ -107,7 +93,7 @@ def _resumed(store: RunStore, run_id: str) -> tuple[Run, Problem, OptimizeConfig
     if problem.source_hash != run.task_version:
         raise UsageError(f"{run.problem_path} changed since run {run_id} began; start a new run")
     config = OptimizeConfig.model_validate(run.options["search"])
-    return run, problem, config, _judge_options(run.options["judge"], run.secret_seed)
+    return run, problem, config, EvalOptions.from_stored(run.options["judge"], run.secret_seed)
 
 
 def optimize(

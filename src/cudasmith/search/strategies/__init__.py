@@ -14,7 +14,7 @@ from cudasmith.search.strategies.evolve import Evolve
 from cudasmith.search.strategies.fsr import FSR
 from cudasmith.search.strategies.oneshot import OneShot
 
-STRATEGIES: dict[str, type[Strategy]] = {"fsr": FSR, "evolve": Evolve}
+STRATEGIES: dict[str, type[Strategy]] = {"fsr": FSR, "evolve": Evolve, "one-shot": OneShot}
 
 __all__ = [
     "FSR",

@@ -1,0 +1,173 @@
+"""A bench over a folder of existing solutions: every file judged once, into the run store.
+
+Every file becomes a candidate of one `bench` run before anything is judged (its source, hash, task,
+sample and what another judge claimed of it), so a stopped bench resumes where it stopped
+(`bench_folder(resume=RUN)`) and a verdict already in the store's evaluation cache (same code, task,
+device, judge and options) is reused rather than judged again.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cudasmith.bench.layout import SolutionFolder, Submission, discover
+from cudasmith.errors import UsageError
+from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.version import harness_version
+from cudasmith.report.runs import load_run
+from cudasmith.search.judge import Judge, cache_key
+from cudasmith.store import CandidateRecord, Run, RunStore, code_hash, new_run_id
+from cudasmith.tasks.problem import Problem, load_problem
+
+# (what is being judged, kernels done, kernels in all)
+Progress = Callable[[str, int, int], None]
+# Called with each candidate once it has its verdict, and whether the verdict came from the cache.
+OnVerdict = Callable[[CandidateRecord, bool], None]
+FOLDER_STRATEGY = "folder"
+
+
+@dataclass
+class BenchResult:
+    """A bench run, the verdicts given in it (by the judge, or for an answer with no code) and those
+    taken from the store's evaluation cache (over all its sessions), and the files it did not judge."""
+
+    run_id: str
+    judged: int
+    cached: int
+    unmatched: list[tuple[str, str]]
+
+
+def scope(tasks: list[str]) -> str:
+    """What a bench covers, as its run's task: the tasks, or their count and the first."""
+    tasks = sorted(set(tasks))
+    return ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks ({tasks[0]}, …)"
+
+
+def _new_run(store: RunStore, found: SolutionFolder, options: EvalOptions, kernelbench: Path | None) -> Run:
+    from cudasmith.device import software_versions
+    from cudasmith.hardware import device_name
+
+    run = Run(
+        kind="bench",
+        task=scope(list(found.problems)),
+        task_version=code_hash("\n".join(f"{n} {p.source_hash}" for n, p in sorted(found.problems.items()))),
+        strategy=FOLDER_STRATEGY,
+        options={
+            "folder": str(found.root.resolve()),
+            "layout": found.layout,
+            "kernelbench": None if kernelbench is None else str(kernelbench.resolve()),
+            "judge": options.stored(),
+            "unmatched": [[str(path), why] for path, why in found.unmatched],
+        },
+        device=options.device,
+        device_name=device_name(options.device),
+        versions=software_versions(),
+        harness_version=harness_version(),
+        secret_seed=options.seed if options.seed is not None else secrets.randbits(32),
+        directory=str(found.root.resolve()),
+        id=new_run_id("bench"),
+    )
+    return store.create_run(run)
+
+
+def _add(store: RunStore, run: Run, submission: Submission, problem: Problem) -> CandidateRecord:
+    source = submission.solution.read_text(errors="replace")
+    meta = {
+        "task": submission.task,
+        "sample": submission.sample,
+        "claimed_correct": submission.claimed_correct,
+        "problem_path": str(problem.path),
+        "task_version": problem.source_hash,
+    }
+    path = str(submission.solution.resolve())
+    return store.add_candidate(
+        run.id, submission.key, "file", source=source, code_hash=code_hash(source), path=path, meta=meta
+    )
+
+
+def _problem(candidate: CandidateRecord, loaded: dict[str, Problem]) -> Problem:
+    """The candidate's problem, loaded once per task; refused when it changed since the run began."""
+    task = candidate.meta["task"]
+    if task not in loaded:
+        loaded[task] = load_problem(candidate.meta["problem_path"], name=task)
+    if loaded[task].source_hash != candidate.meta["task_version"]:
+        raise UsageError(f"the problem of {task} changed since this bench began; start a new bench")
+    return loaded[task]
+
+
+def judge_pending(
+    store: RunStore,
+    run: Run,
+    options: EvalOptions,
+    progress: Progress | None = None,
+    on_verdict: OnVerdict | None = None,
+) -> None:
+    """Give every candidate of the run without a verdict one (from the cache, else from the judge),
+    one task's judge session at a time."""
+    from cudasmith.hardware import device_name
+
+    candidates = store.candidates(run.id)
+    pending = [c for c in candidates if c.verdict is None]
+    done = len(candidates) - len(pending)
+    loaded: dict[str, Problem] = {}
+    name = device_name(options.device)
+    for task in dict.fromkeys(c.meta["task"] for c in pending):
+        problem = next(_problem(c, loaded) for c in pending if c.meta["task"] == task)
+        key = cache_key(problem, options, name)
+        with Judge(problem=problem, options=options) as judge:
+            for candidate in (c for c in pending if c.meta["task"] == task):
+                path = Path(candidate.path or "")
+                if progress:
+                    progress(f"{task}: {path.name}", done, len(candidates))
+                if not path.is_file() or code_hash(path.read_text(errors="replace")) != candidate.code_hash:
+                    raise UsageError(f"{path} is gone or changed since this bench began; start a new bench")
+                stored = store.cached_verdict(candidate.code_hash or "", key)
+                if stored is not None:
+                    store.use_cached_verdict(candidate.id, stored.id)
+                else:
+                    verdict = judge.judge(path)
+                    store.record_verdict(
+                        candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id, verdict.wall_s
+                    )
+                done += 1
+                if on_verdict:
+                    on_verdict(store.candidate(candidate.id), stored is not None)
+
+
+def bench_folder(
+    store: RunStore,
+    folder: str | Path | None = None,
+    kernelbench: str | Path | None = None,
+    options: EvalOptions | None = None,
+    resume: str | None = None,
+    progress: Progress | None = None,
+    on_verdict: OnVerdict | None = None,
+) -> BenchResult:
+    """Judge every solution in `folder` (either layout; KernelBench's with its checkout `kernelbench`)
+    into a new bench run of `store`, or go on with the bench run `resume`."""
+    if resume is not None:
+        run = store.run(resume)
+        if run.kind != "bench" or run.strategy != FOLDER_STRATEGY:
+            raise UsageError(f"run {resume} is not a bench of a folder")
+        options = EvalOptions.from_stored(run.options["judge"], run.secret_seed)
+    else:
+        if folder is None:
+            raise UsageError("give a folder of solutions, or --resume RUN")
+        found = discover(folder, kernelbench)
+        options = options or EvalOptions()
+        run = _new_run(store, found, options, None if kernelbench is None else Path(kernelbench))
+        options = replace(options, seed=run.secret_seed)
+        for submission in found.submissions:
+            _add(store, run, submission, found.problems[submission.task])
+    try:
+        judge_pending(store, run, options, progress, on_verdict)
+    except BaseException:
+        store.update_run(run.id, status="stopped", stop_reason="interrupted; --resume goes on")
+        raise
+    store.update_run(run.id, status="finished", summary=load_run(store, run.id).summary.to_dict())
+    unmatched = [(path, why) for path, why in run.options.get("unmatched", [])]
+    cached = sum(c.verdict_cached for c in store.candidates(run.id))
+    return BenchResult(run.id, len(store.verdicts(run.id)), cached, unmatched)

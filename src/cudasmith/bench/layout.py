@@ -1,0 +1,169 @@
+"""Folders of existing solutions, in either of the two layouts a bench takes.
+
+- The built-in suite's: `TASK_NAME/*.py` under the folder, e.g. `level1/softmax/a.py` (the folder may
+  also be a level itself: `level1/` holding `softmax/a.py`). Files of one task are its samples, in name order.
+- KernelBench's run layout: `level_{L}_problem_{ID}_sample_{K}_kernel.py` (what its generate_samples.py
+  writes under `runs/NAME/`), judged against the problems of a KernelBench checkout (`--from`). Where
+  the run directory holds KernelBench's own `eval_results.json`, what it said of each kernel is kept as
+  the kernel's claim, so a bench can say how many of the "correct" ones hold up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudasmith.errors import ProblemError, UsageError
+from cudasmith.tasks.directory import DOWNLOAD_MARKERS, DOWNLOAD_REASON, problem_files
+from cudasmith.tasks.problem import Problem, list_task_names, load_problem, load_task
+
+KERNELBENCH_KERNEL = re.compile(r"level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py")
+KERNELBENCH_RESULTS = "eval_results.json"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One solution file to judge: the task it answers, its sample index within that task, and what
+    another judge claimed of it (None when nothing was claimed)."""
+
+    task: str
+    solution: Path
+    sample: int
+    claimed_correct: bool | None = None
+
+    @property
+    def key(self) -> str:
+        """Its identity within a bench: the task and sample (stable when the folder moves)."""
+        return f"{self.task}#{self.sample}"
+
+
+@dataclass
+class SolutionFolder:
+    """What a folder holds: the problems, the submissions for them, and files that match no task."""
+
+    root: Path
+    layout: str
+    problems: dict[str, Problem] = field(default_factory=dict)
+    submissions: list[Submission] = field(default_factory=list)
+    unmatched: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def _solution_files(root: Path) -> list[Path]:
+    return sorted(
+        p for p in root.rglob("*.py") if not p.name.startswith("_") and "__pycache__" not in p.parts
+    )
+
+
+def discover(folder: str | Path, kernelbench: str | Path | None = None) -> SolutionFolder:
+    """The submissions in a folder of solutions, in whichever layout it uses."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise UsageError(f"solution folder not found: {root}")
+    files = _solution_files(root)
+    if not files:
+        raise UsageError(f"no solution files (*.py) under {root}")
+    if any(KERNELBENCH_KERNEL.fullmatch(p.name) for p in files):
+        if kernelbench is None:
+            raise UsageError(
+                f"{root} holds KernelBench kernels (level_L_problem_ID_sample_K_kernel.py): "
+                "give its problems with --from KERNELBENCH_CHECKOUT"
+            )
+        return _kernelbench_run(root, files, Path(kernelbench))
+    return _suite_folder(root, files)
+
+
+def _suite_folder(root: Path, files: list[Path]) -> SolutionFolder:
+    known = set(list_task_names())
+    found = SolutionFolder(root=root, layout="suite")
+    samples: dict[str, int] = {}
+    for path in files:
+        relative = path.parent.relative_to(root).as_posix()
+        task = next((n for n in (relative, f"{root.name}/{relative}") if n in known), None)
+        if task is None:
+            found.unmatched.append((path, f"{relative or '.'} is not a built-in task (cudasmith tasks)"))
+            continue
+        if task not in found.problems:
+            found.problems[task] = load_task(task)
+        found.submissions.append(Submission(task, path, samples.get(task, 0)))
+        samples[task] = samples.get(task, 0) + 1
+    if not found.submissions:
+        raise UsageError(
+            f"no solutions for built-in tasks under {root}: expected TASK_NAME/*.py (e.g. level1/softmax/a.py) "
+            "or KernelBench's level_L_problem_ID_sample_K_kernel.py with --from"
+        )
+    return found
+
+
+def _claims(directory: Path) -> dict[tuple[int, int], bool]:
+    """(problem id, sample) → the correctness KernelBench's eval_results.json gave; empty without one."""
+    path = directory / KERNELBENCH_RESULTS
+    if not path.is_file():
+        return {}
+    try:
+        results = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not JSON ({exc.msg})") from None
+    return {
+        (int(problem_id), int(entry["sample_id"])): bool(entry.get("correctness"))
+        for problem_id, entries in results.items()
+        for entry in entries
+        if isinstance(entry, dict) and "sample_id" in entry
+    }
+
+
+def _kernelbench_problems(checkout: Path) -> dict[tuple[int, int], tuple[str, Path]]:
+    """(level, problem id) → (name, problem file) of a KernelBench checkout."""
+    found = {}
+    for name, path in problem_files(checkout):
+        level = re.search(r"level(\d+)/(\d+)_[^/]*$", name)
+        if level:
+            found[(int(level.group(1)), int(level.group(2)))] = (name, path)
+    if not found:
+        raise UsageError(f"{checkout} is not a KernelBench checkout (no KernelBench/levelN/ID_Name.py files)")
+    return found
+
+
+def _load_kernelbench_problem(name: str, path: Path) -> Problem | str:
+    """The problem, or why it is not loaded (KernelBench's level 4 downloads weights when imported)."""
+    if any(marker in path.read_text(errors="replace") for marker in DOWNLOAD_MARKERS):
+        return f"its problem {DOWNLOAD_REASON}"
+    try:
+        return load_problem(path, name=name)
+    except ProblemError as exc:
+        return f"its problem does not load: {exc}"
+
+
+def _kernelbench_run(root: Path, files: list[Path], checkout: Path) -> SolutionFolder:
+    problems = _kernelbench_problems(checkout)
+    found = SolutionFolder(root=root, layout="kernelbench")
+    claims: dict[Path, dict[tuple[int, int], bool]] = {}
+    loaded: dict[str, Problem | str] = {}
+    order: dict[Submission, tuple[int, int, int]] = {}
+    for path in files:
+        match = KERNELBENCH_KERNEL.fullmatch(path.name)
+        if match is None:
+            found.unmatched.append((path, "not named level_L_problem_ID_sample_K_kernel.py"))
+            continue
+        level, problem_id, sample = (int(g) for g in match.groups())
+        if (level, problem_id) not in problems:
+            found.unmatched.append((path, f"{checkout} has no level {level} problem {problem_id}"))
+            continue
+        name, problem_path = problems[(level, problem_id)]
+        if name not in loaded:
+            loaded[name] = _load_kernelbench_problem(name, problem_path)
+        problem = loaded[name]
+        if isinstance(problem, str):
+            found.unmatched.append((path, problem))
+            continue
+        found.problems[name] = problem
+        if path.parent not in claims:
+            claims[path.parent] = _claims(path.parent)
+        submission = Submission(name, path, sample, claims[path.parent].get((problem_id, sample)))
+        found.submissions.append(submission)
+        order[submission] = (level, problem_id, sample)
+    if not found.submissions:
+        raise UsageError(f"no kernel under {root} matches a problem of {checkout}")
+    found.submissions.sort(key=order.__getitem__)
+    return found

@@ -1,0 +1,192 @@
+"""A bench of a model over a set of tasks: per task, one search by the optimize driver (`one-shot`: one
+request for k answers; `fsr` and `evolve`: their rounds, k candidates per round), all in the run store.
+
+The bench run records each task's search run as an event (`task-run`), written even when the search is
+interrupted; a search killed before that (kill -9) is found again by its task and start time. So a
+resumed bench finishes the unfinished searches (`optimize(resume=…)`: no stored answer asked for
+again, no stored verdict judged again) and starts the tasks not yet begun.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cudasmith.bench.folder import BenchResult, scope
+from cudasmith.errors import UsageError
+from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.version import harness_version
+from cudasmith.llm import LLMConfig
+from cudasmith.report.runs import load_run, task_runs
+from cudasmith.search.config import OptimizeConfig
+from cudasmith.store import Run, RunStore, code_hash, new_run_id, now_iso
+from cudasmith.tasks.problem import Problem, load_problem
+
+MODEL_STRATEGIES = ("one-shot", "fsr", "evolve")
+# Told before each task's search starts: (task, its index, tasks in all).
+OnTask = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class ModelBench:
+    """What a model bench asks: models, strategy, k samples per task (candidates per round for fsr and
+    evolve), rounds (fsr and evolve; default the [optimize] settings) and a budget over all tasks."""
+
+    models: tuple[str, ...]
+    strategy: str = "one-shot"
+    k: int = 1
+    depth: int | None = None
+    budget_usd: float | None = None
+
+
+def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options: EvalOptions) -> Run:
+    from cudasmith.device import software_versions
+    from cudasmith.hardware import device_name
+
+    run = Run(
+        kind="bench",
+        task=scope([p.name for p in problems]),
+        task_version=code_hash("\n".join(f"{p.name} {p.source_hash}" for p in problems)),
+        strategy=spec.strategy,
+        models=list(spec.models),
+        options={
+            "tasks": [{"name": p.name, "path": str(p.path), "version": p.source_hash} for p in problems],
+            "k": spec.k,
+            "depth": spec.depth,
+            "budget_usd": spec.budget_usd,
+            "judge": options.stored(),
+            # The seed the user fixed for every search (each draws its own otherwise).
+            "judge_seed": options.seed,
+        },
+        device=options.device,
+        device_name=device_name(options.device),
+        versions=software_versions(),
+        harness_version=harness_version(),
+        secret_seed=options.seed if options.seed is not None else secrets.randbits(32),
+        id=new_run_id("bench"),
+    )
+    return store.create_run(run)
+
+
+def _resumed(store: RunStore, run_id: str) -> tuple[Run, list[Problem], ModelBench, EvalOptions]:
+    run = store.run(run_id)
+    if run.kind != "bench" or run.strategy not in MODEL_STRATEGIES:
+        raise UsageError(f"run {run_id} is not a bench of a model")
+    problems = []
+    for task in run.options["tasks"]:
+        problem = load_problem(task["path"], name=task["name"])
+        if problem.source_hash != task["version"]:
+            raise UsageError(f"{task['path']} changed since bench {run_id} began; start a new bench")
+        problems.append(problem)
+    spec = ModelBench(
+        tuple(run.models),
+        run.strategy or "one-shot",
+        run.options["k"],
+        run.options["depth"],
+        run.options["budget_usd"],
+    )
+    return run, problems, spec, EvalOptions.from_stored(run.options["judge"], run.options.get("judge_seed"))
+
+
+def _search_run(store: RunStore, bench: Run, task: str) -> Run | None:
+    """The task's search run: as recorded, else one started after the task's recorded start (kill -9)."""
+    recorded = task_runs(store, bench).get(task)
+    if recorded is not None:
+        return recorded
+    starts = store.events(bench.id, kind="task-start")
+    started = next((e["data"]["started_at"] for e in starts if e["data"]["task"] == task), None)
+    if started is None:
+        return None
+    later = [r for r in store.runs(kind="optimize", task=task) if r.created_at >= started]
+    return later[-1] if later else None
+
+
+def _spent(store: RunStore, bench: Run) -> float:
+    """US dollars the bench's searches spent so far (answers of unknown price count as nothing here)."""
+    return sum(
+        completion.cost_usd or 0.0
+        for search in task_runs(store, bench).values()
+        for call in store.calls(search.id)
+        for completion in call.completions
+    )
+
+
+def bench_model(
+    store: RunStore,
+    problems: list[Problem] | None = None,
+    spec: ModelBench | None = None,
+    options: EvalOptions | None = None,
+    llm_config: LLMConfig | None = None,
+    config: OptimizeConfig | None = None,
+    resume: str | None = None,
+    on_task: OnTask | None = None,
+) -> BenchResult:
+    """Run `spec`'s model over `problems`, one search per task, into a new bench run of `store`, or go on
+    with the bench run `resume`."""
+    from cudasmith.search.optimize import optimize
+
+    if resume is not None:
+        run, problems, spec, options = _resumed(store, resume)
+    else:
+        if not problems or spec is None:
+            raise UsageError("give the tasks and the model to bench, or --resume RUN")
+        if spec.strategy not in MODEL_STRATEGIES:
+            raise UsageError(f"unknown strategy {spec.strategy!r}; choose from {', '.join(MODEL_STRATEGIES)}")
+        if spec.k < 1:
+            raise UsageError("-k must be at least 1")
+        options = options or EvalOptions()
+        run = _new_run(store, problems, spec, options)
+    settings = {
+        "strategy": spec.strategy,
+        "n": spec.k,
+        "depth": 1 if spec.strategy == "one-shot" else spec.depth,
+    }
+    search_config = (
+        config.model_copy(update={k: v for k, v in settings.items() if v is not None}) if config else None
+    )
+    common: dict[str, Any] = {"store": store.path, "llm_config": llm_config, "device": options.device}
+    try:
+        for index, problem in enumerate(problems):
+            search = _search_run(store, run, problem.name)
+            if search is not None and search.status == "finished":
+                continue
+            if on_task:
+                on_task(problem.name, index, len(problems))
+            budget = None if spec.budget_usd is None else max(0.0, spec.budget_usd - _spent(store, run))
+            if search is None:
+                store.add_event(
+                    run.id,
+                    f"start/{problem.name}",
+                    "task-start",
+                    {"task": problem.name, "started_at": now_iso()},
+                )
+            try:
+                if search is not None:
+                    optimize(resume=search.id, budget=budget, **common)
+                else:
+                    optimize(
+                        problem,
+                        list(spec.models),
+                        **settings,
+                        config=search_config,
+                        budget=budget,
+                        options=options,
+                        **common,
+                    )
+            finally:
+                found = _search_run(store, run, problem.name)
+                if found is not None:
+                    store.add_event(
+                        run.id, f"task/{problem.name}", "task-run", {"task": problem.name, "run": found.id}
+                    )
+    except BaseException:
+        store.update_run(run.id, status="stopped", stop_reason="interrupted; --resume goes on")
+        raise
+    view = load_run(store, run.id)
+    store.update_run(run.id, status="finished", summary=view.summary.to_dict())
+    searches = list(task_runs(store, run).values())
+    judged = sum(len(store.verdicts(search.id)) for search in searches)
+    cached = sum(c.verdict_cached for search in searches for c in store.candidates(search.id))
+    return BenchResult(run.id, judged, cached, unmatched=[])

@@ -1,0 +1,168 @@
+"""The benchmark's numbers on verdicts whose answers are known: fast_p, speedups, pass@k, % of speed
+of light, statuses, rules and cost."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudasmith.harness.screen import screen
+from cudasmith.report.metrics import (
+    Attempt,
+    Cost,
+    fast_p,
+    fast_p_curve,
+    mean_pass_at_k,
+    pass_at_k,
+    sol_pct_of,
+    summarize,
+)
+from cudasmith.report.rules import OTHER_RULE, caught_by, rule_broken
+
+EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
+
+
+def verdict(
+    status: str, speedups: dict[str, float] | None = None, reason: str = "", sol: tuple[float, ...] = ()
+) -> dict[str, Any]:
+    speedups = speedups or {}
+    return {
+        "status": status,
+        "reason": reason,
+        "speedup": speedups.get("eager"),
+        "speedups": speedups,
+        "configs": [{"index": i, "sol_pct": s} for i, s in enumerate(sol)],
+    }
+
+
+ATTEMPTS = [
+    Attempt("a", verdict("correct", {"eager": 3.0, "compile": 0.5}, sol=(10.0, 30.0, 20.0))),
+    Attempt("a", verdict("correct", {"eager": 1.2}, sol=(40.0,))),
+    Attempt("b", verdict("correct", {"eager": 0.8, "compile": 1.6})),
+    Attempt("b", verdict("incorrect", reason="values differ")),
+    Attempt("c", verdict("rejected", reason="config 0: input 0 was modified by forward")),
+]
+
+
+def test_fast_p_counts_correct_and_faster_over_all_attempts() -> None:
+    assert fast_p(ATTEMPTS, 0) == pytest.approx(3 / 5)  # fast_0 is the correctness rate
+    assert fast_p(ATTEMPTS, 1.0) == pytest.approx(2 / 5)
+    assert fast_p(ATTEMPTS, 1.5) == pytest.approx(1 / 5)
+    assert fast_p(ATTEMPTS, 3.0) == 0.0  # strictly faster than p times
+    # Against torch.compile only two correct kernels were timed: the untimed one is never "fast".
+    assert fast_p(ATTEMPTS, 1.0, "compile") == pytest.approx(1 / 5)
+    assert fast_p([], 1.0) is None
+
+
+def test_fast_p_curve_steps_down_at_each_speedup() -> None:
+    thresholds, values = fast_p_curve(ATTEMPTS)
+    assert thresholds == [0.0, 0.8, 1.2, 3.0]
+    assert values == pytest.approx([3 / 5, 2 / 5, 1 / 5, 0.0])
+
+
+def test_pass_at_k_matches_enumeration_of_subsets() -> None:
+    for n, c in ((5, 0), (5, 2), (6, 6), (7, 3)):
+        outcomes = [True] * c + [False] * (n - c)
+        for k in range(1, n + 1):
+            subsets = list(itertools.combinations(outcomes, k))
+            expected = sum(any(s) for s in subsets) / len(subsets)
+            assert pass_at_k(n, c, k) == pytest.approx(expected), (n, c, k)
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+
+
+def test_mean_pass_at_k_averages_over_tasks_with_enough_samples() -> None:
+    assert mean_pass_at_k(ATTEMPTS, 1) == pytest.approx((1.0 + 0.5 + 0.0) / 3)
+    assert mean_pass_at_k(ATTEMPTS, 2) == pytest.approx((1.0 + 1.0) / 2)  # task c has one sample
+    assert mean_pass_at_k(ATTEMPTS, 3) is None
+
+
+def test_summary_of_a_known_set() -> None:
+    summary = summarize(ATTEMPTS, Cost(total_usd=1.5, calls=3))
+    assert (summary.attempts, summary.tasks, summary.correct) == (5, 3, 3)
+    assert summary.correctness_rate == pytest.approx(0.6)
+    assert list(summary.baselines) == ["eager", "compile"]
+    eager = summary.baselines["eager"]
+    assert eager.fast_p == pytest.approx({"fast_0": 0.6, "fast_1": 0.4, "fast_1.5": 0.2, "fast_2": 0.2})
+    assert eager.geomean_speedup == pytest.approx((3.0 * 1.2 * 0.8) ** (1 / 3))
+    assert eager.median_speedup == pytest.approx(1.2)
+    assert summary.baselines["compile"].timed == 2
+    assert summary.pass_at_k == pytest.approx({"pass@1": 0.5})
+    # Per kernel the median over its configs (20 and 40), then the median over kernels.
+    assert summary.median_sol_pct == pytest.approx(30.0)
+    assert summary.statuses == {"correct": 3, "incorrect": 1, "rejected": 1}
+    assert summary.rules == {"input-mutation": 1}
+    assert summary.cost_per_correct_usd == pytest.approx(0.5)
+    assert summary.cost_per_task_usd == pytest.approx(0.5)
+    assert summary.claimed_correct is None
+
+
+def test_unknown_prices_leave_cost_unknown_never_zero() -> None:
+    summary = summarize(ATTEMPTS, Cost(total_usd=None, calls=3, unpriced_calls=1))
+    assert summary.cost_per_correct_usd is None and summary.cost_per_task_usd is None
+    assert summarize(ATTEMPTS).cost is None  # no model: no cost at all
+
+
+TORCH_SOFTMAX = "PyTorch operator aten::_softmax called inside forward (1x)"
+
+
+def test_claims_of_another_judge_are_checked() -> None:
+    claims = [
+        Attempt("a", verdict("correct", {"eager": 2.0}), claimed_correct=True),
+        Attempt("a", verdict("rejected", reason=TORCH_SOFTMAX), claimed_correct=True),
+        Attempt("b", verdict("incorrect", reason="values differ"), claimed_correct=True),
+        Attempt("b", verdict("compile_error", reason="nvcc: error"), claimed_correct=False),
+    ]
+    summary = summarize(claims)
+    assert (summary.claimed_correct, summary.held_up) == (3, 1)
+    assert summary.claimed_fell == {"rejected: pytorch-compute": 1, "incorrect": 1}
+
+
+def test_sol_pct_is_none_when_nothing_was_timed() -> None:
+    assert sol_pct_of(verdict("correct", sol=())) is None
+    assert math.isclose(sol_pct_of(verdict("correct", sol=(5.0, 1.0))) or 0, 3.0)
+
+
+@pytest.mark.parametrize(
+    ("solution", "rule"),
+    [
+        ("patch_allclose.py", "tampering"),
+        ("exit_at_import.py", "early-exit"),
+        ("torch_compiled.py", "pytorch-compute"),
+        ("thread_worker.py", "processes-threads"),
+        ("stale_scavenge.py", "introspection"),
+    ],
+)
+def test_static_screen_reasons_name_their_rule(solution: str, rule: str) -> None:
+    reason = str(screen((EXPLOITS / solution).read_text()))
+    rejected = {"status": "rejected", "reason": reason}
+    assert rule_broken(rejected) == rule, reason
+    assert caught_by(rejected) == "static screen"
+
+
+@pytest.mark.parametrize(
+    ("reason", "rule"),
+    [
+        ("config 0 {'n': 7}: PyTorch operator aten::_softmax called inside forward (1x)", "pytorch-compute"),
+        ("config 1 {}: input 0 was modified by forward", "input-mutation"),
+        ("config 0 {}: the output of timed call 7 is wrong although the checked calls were right", "caching"),
+        ("config 0 {}: 0.01 µs is under the roofline floor of 2.00 µs (…): impossible", "impossible-time"),
+        ("config 0 {}: 3 answers arrived but the worker sent 2: forged results", "forged-results"),
+        ("config 0 {}: the solution replaced torch.allclose (after forward)", "tampering"),
+        ("config 0 {}: the solution left 1 thread(s) running (after forward): Thread-1", "processes-threads"),
+        ("config 0 {}: the solution ended the worker (exit code 0) while loading", "early-exit"),
+        ("config 0 {}: something the harness will say one day", OTHER_RULE),
+    ],
+)
+def test_run_time_reasons_name_their_rule(reason: str, rule: str) -> None:
+    assert rule_broken({"status": "rejected", "reason": reason}) == rule
+    assert caught_by({"status": "rejected", "reason": reason}) == "run time"
+
+
+def test_only_rejections_break_rules_and_an_explicit_rule_wins() -> None:
+    assert rule_broken({"status": "incorrect", "reason": "input 0 was modified"}) is None
+    assert rule_broken({"status": "rejected", "reason": "x", "rule": "custom"}) == "custom"
