@@ -27,6 +27,11 @@ it is left out there unless --kernelbench-hang is given. The whole run keeps to 
 gets a share of what is left when it starts (SHARE_WEIGHTS); a candidate that does not fit is listed as
 not reached, and the medians are also compared on the candidates every approach judged.
 Exit code 1 when our judge (session or oneshot) calls a correct candidate wrong or a wrong one correct.
+
+KernelBench on a machine without network: only the package folder src/kernelbench of a checkout of
+ScalingIntelligence/KernelBench is needed (under 0.5 MB), e.g. in an ignored .kernelbench/ of this
+repository. Its eval.py imports pydantic, requests and numpy at module level (benchmarks/
+kernelbench_evaluator.py explains why its package __init__, which needs the LLM clients, is not run).
 """
 
 from __future__ import annotations
@@ -144,25 +149,53 @@ class BusySampler:
 
 
 def run_process(
-    command: list[str], env: dict[str, str], timeout_s: float
+    command: list[str],
+    env: dict[str, str],
+    timeout_s: float,
+    on_line: Callable[[str], None] | None = None,
 ) -> tuple[int | None, str, str, float]:
-    """Run to the end or for timeout_s, then stop its process group (SIGTERM, then SIGKILL); rc None if stopped.
-    Both pipes are read while it runs, so a chatty child cannot block on a full pipe."""
+    """Run to the end or for timeout_s, then stop its process group (SIGTERM, then SIGKILL); rc None if
+    stopped. Both pipes are drained by threads while it runs, so a chatty child never blocks on a full
+    pipe, and `on_line` sees each stdout line as it comes."""
     started = time.monotonic()
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
     )
+    out: list[str] = []
+    err: list[str] = []
+
+    def drain(stream: Any, sink: list[str], callback: Callable[[str], None] | None) -> None:
+        for line in stream:
+            sink.append(line)
+            if callback is not None:
+                callback(line)
+
+    readers = [
+        threading.Thread(target=drain, args=(process.stdout, out, on_line), daemon=True),
+        threading.Thread(target=drain, args=(process.stderr, err, None), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    rc: int | None
     try:
-        out, err = process.communicate(timeout=max(timeout_s, 1.0))
-        return process.returncode, out, err, time.monotonic() - started
+        rc = process.wait(timeout=max(timeout_s, 1.0))
     except subprocess.TimeoutExpired:
+        rc = None
         os.killpg(process.pid, signal.SIGTERM)
         try:
-            out, err = process.communicate(timeout=GRACE_S)
+            process.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
-        return None, out, err, time.monotonic() - started
+            process.wait()
+    # A worker that left the group may still hold a pipe open: the output so far is enough.
+    for reader in readers:
+        reader.join(timeout=GRACE_S)
+    return rc, "".join(out), "".join(err), time.monotonic() - started
 
 
 def last_json(text: str) -> dict[str, Any] | None:
@@ -312,23 +345,28 @@ class Runner:
         ]
         command += ["--baselines", self.args.baselines, "--candidates", str(self.args.candidates.resolve())]
         command += [c.name for c in batch]
-        rc, out, err, _ = run_process(command, env, deadline - time.monotonic())
-        for line in out.splitlines():
-            event = json.loads(line)
+
+        def on_event(line: str) -> None:
+            try:
+                event = json.loads(line)
+            except ValueError:  # the child writes only JSON lines there; anything else is not an event
+                return
             if event["event"] == "unavailable":
                 approach.note = event["reason"]
                 approach.results = {c.name: Result("unavailable") for c in batch}
             elif event["event"] == "setup":
                 approach.setup_s[event["task"]] = event["seconds"]
+                console.print(f"[session] {event['task']}: set up in {event['seconds']:.1f} s")
             elif event["event"] == "start":  # replaced by its verdict, unless the process is stopped first
-                approach.results[event["name"]] = Result(
-                    "stopped", None, "the approach's share of the budget ran out"
-                )
+                approach.results[event["name"]] = Result("stopped", None, "the share of the budget ran out")
             elif event["event"] == "candidate":
-                approach.results[event["name"]] = Result(
-                    event["status"], event["seconds"], event["reason"], event.get("speedup")
+                result = Result(event["status"], event["seconds"], event["reason"], event.get("speedup"))
+                approach.results[event["name"]] = result
+                console.print(
+                    f"[session] {event['name']}: {result.status} ({result.seconds:.1f} s) {result.reason[:120]}"
                 )
-                console.print(f"[session] {event['name']}: {event['status']} ({event['seconds']:.1f} s)")
+
+        rc, _, err, _ = run_process(command, env, deadline - time.monotonic(), on_event)
         if rc is None:
             approach.note = approach.note or "stopped at the end of its share of the budget"
         elif rc != 0:
@@ -447,7 +485,10 @@ def main() -> int:
     chosen = [a.strip() for a in args.approaches.split(",") if a.strip()]
     unknown = set(chosen) - set(APPROACHES)
     if unknown or not batch:
-        sys.exit(f"unknown approach {sorted(unknown)}" if unknown else "no candidate matches --tasks/--only")
+        console.print(
+            f"error: unknown approach {sorted(unknown)}" if unknown else "error: no candidate matches"
+        )
+        return 2
     notes = []
     if args.kernelbench is not None:
         args.kernelbench = args.kernelbench.resolve()

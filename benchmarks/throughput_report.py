@@ -135,8 +135,9 @@ def report_lines(batch: list[Candidate], approaches: list[Approach], document: d
     lines = [f"GPU busy: {document['busy_fraction_measures']}."]
     facts = document.get("device_facts")
     if facts:
+        failed = "" if facts["ok"] else f", FAILED: {facts['error']}"
         lines.append(
-            f"device facts (cudasmith device, once per machine, in no approach): {facts['seconds']:.1f} s"
+            f"device facts (cudasmith device, once per machine, in no approach): {facts['seconds']:.1f} s{failed}"
         )
     cold = document.get("cold_oneshot")
     if cold:
