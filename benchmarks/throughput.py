@@ -9,7 +9,8 @@ The batch is benchmarks/candidates/<task>/<name>.py, with EXPECTED.json (file â†
   1. `cudasmith device`: the device's peaks and launch cost, measured once per machine, then copied into
      every approach's cache (not counted in any approach).
   2. The cold one-shot time: `cudasmith eval examples/softmax_cuda.py --task level1/softmax` in a fresh
-     process with empty compile caches.
+     process with empty compile caches; then what a hanging kernel costs by default: `cudasmith eval` of
+     the batch's candidate expected to time out, with the harness's default limits.
   3. Each approach over the batch, in the same order (cheap candidates first, load_inline builds and the
      hanging kernel last), each with empty compile caches of its own (NVRTC, Triton, torch extensions),
      so that each builds every candidate itself:
@@ -70,6 +71,8 @@ BUDGET_S = 480.0
 ONESHOT_TIMEOUT_S = 300.0
 KERNELBENCH_TIMEOUT_S = 180.0
 DEVICE_FACTS_TIMEOUT_S = 300.0
+# The hang probe's own limit: above the 184 s a hanging forward cost before sessions (a 180 s call limit).
+HANG_PROBE_TIMEOUT_S = 240.0
 # After SIGTERM, a process group gets this long to clean up its workers before SIGKILL.
 GRACE_S = 5.0
 POLL_S = 0.1
@@ -275,6 +278,14 @@ class Runner:
         result = self.cudasmith_eval(ROOT / example, task, self.env("cold"), max(self.left(), 1.0))
         return {"solution": example, "task": task, **asdict(result)}
 
+    def hang_probe(self, batch: list[Candidate]) -> dict[str, Any] | None:
+        hang = next((c for c in batch if c.expected == "timeout"), None)
+        if hang is None:
+            return None
+        limit_s = min(HANG_PROBE_TIMEOUT_S, max(self.left(), 1.0))
+        result = self.cudasmith_eval(hang.path, hang.task, self.env("hang"), limit_s)
+        return {"solution": hang.name, "task": hang.task, **asdict(result)}
+
     def run_approach(self, name: str, batch: list[Candidate], share_s: float) -> Approach:
         approach = Approach(name)
         approach.results = {c.name: Result("not reached") for c in batch}
@@ -458,6 +469,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--no-cold", action="store_true", help="skip the cold one-shot eval of the softmax example"
     )
+    parser.add_argument(
+        "--no-hang",
+        action="store_true",
+        help="skip the one-shot eval of the hanging kernel with default limits",
+    )
     parser.add_argument("--oneshot-timeout-s", type=float, default=ONESHOT_TIMEOUT_S)
     parser.add_argument("--kernelbench-timeout-s", type=float, default=KERNELBENCH_TIMEOUT_S)
     parser.add_argument(
@@ -513,6 +529,9 @@ def main() -> int:
         if not args.no_cold:
             console.print("[throughput] cold one-shot eval of the softmax example")
             document["cold_oneshot"] = runner.cold_oneshot()
+        if not args.no_hang:
+            console.print("[throughput] what a hanging kernel costs one-shot `cudasmith eval` by default")
+            document["hang_oneshot"] = runner.hang_probe(batch)
         approaches: list[Approach] = []
         for index, name in enumerate(chosen):
             weights = [SHARE_WEIGHTS[n] for n in chosen[index:]]

@@ -144,6 +144,12 @@ def report_lines(batch: list[Candidate], approaches: list[Approach], document: d
         lines.append(
             f"cold one-shot `cudasmith eval {cold['solution']} --task {cold['task']}`: {cold['seconds']:.1f} s, {cold['status']}"
         )
+    hang = document.get("hang_oneshot")
+    if hang:
+        lines.append(
+            f"hanging kernel, one-shot `cudasmith eval {hang['solution']} --task {hang['task']}` with default "
+            f"limits: {hang['seconds']:.1f} s, {hang['status']}"
+        )
     common = [c.name for c in batch if all(c.name in a.judged() for a in approaches)]
     if len(approaches) > 1 and common:
         medians = [

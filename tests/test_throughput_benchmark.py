@@ -126,6 +126,7 @@ def test_bookkeeping_errors_and_report(scripts: SimpleNamespace, capsys: pytest.
         "judge_errors": errors,
         "busy_fraction_measures": "NVML",
         "cold_oneshot": {"solution": "s.py", "task": "t", "seconds": 25.0, "status": "correct"},
+        "hang_oneshot": {"solution": "hang.py", "task": "t", "seconds": 19.0, "status": "timeout"},
     }
     lines = report.report_lines(batch, approaches, document)
     assert any("3.00x the candidates per GPU-minute" in line for line in lines)
@@ -137,6 +138,9 @@ def test_bookkeeping_errors_and_report(scripts: SimpleNamespace, capsys: pytest.
         line.startswith("hanging kernel level1/vector_add/hang.py costs: session 3.0 s") for line in lines
     )
     assert any("kernelbench accepted 1 wrong candidates" in line for line in lines)
+    assert any(
+        "`cudasmith eval hang.py --task t` with default limits: 19.0 s, timeout" in line for line in lines
+    )
     document["lines"] = lines
     report.print_tables(batch, approaches, document)
     printed = capsys.readouterr().out
@@ -202,7 +206,7 @@ def test_a_cpu_run_of_the_cudasmith_approaches(tmp_path: Path) -> None:
         "--candidates",
         str(batch),
     ]
-    command += ["--approaches", "session,oneshot", "--no-cold", "--out", str(out)]
+    command += ["--approaches", "session,oneshot", "--no-cold", "--no-hang", "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Throughput on cpu" in done.stdout

@@ -2,10 +2,10 @@
 
 Expected verdict: correct
 
-The fastest softmax of the batch. A first pass keeps a running maximum and a sum rescaled to it (online
-softmax), merged across the block with warp shuffles; a second pass writes exp(x - max) / sum, its
-reads mostly served by L2. Rows whose length is a multiple of 4 are read and written as float4 (every
-row then starts on a 16-byte boundary); other rows element by element.
+Meant to be the fastest softmax of the batch. A first pass keeps a running maximum and a sum rescaled to
+it (online softmax), merged across the block with warp shuffles; a second pass reads the row again (from
+L2 where it is still there) and writes exp(x - max) / sum. Rows whose length is a multiple of 4 are read
+and written as float4 (every row then starts on a 16-byte boundary); other rows element by element.
 """
 
 import torch

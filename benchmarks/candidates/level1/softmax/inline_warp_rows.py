@@ -3,8 +3,8 @@
 Expected verdict: correct
 
 Eight rows per block of 256 threads, each row owned by one warp: a running max and rescaled sum per
-lane, merged with shuffles (no shared memory, no barriers), then a second pass writes the result. Good
-on short rows; on 32000-column rows a single warp per row leaves bandwidth unused. Building takes about
+lane, merged with shuffles (no shared memory, no barriers), then a second pass writes the result. Meant
+for short rows: on 32000-column rows one warp per row has little memory traffic in flight. Building takes about
 45 s (nvcc and the host compiler over PyTorch's headers), paid once per build directory.
 """
 

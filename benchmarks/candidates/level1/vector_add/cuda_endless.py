@@ -4,8 +4,8 @@ Expected verdict: timeout
 
 The first call never returns: the kernel spins on a zeroed flag read through a volatile pointer (so the
 compiler keeps the loop), and forward then waits for it. Only the judge's call time limit ends it; the
-time that costs is the "hang" figure of benchmarks/throughput.py. A GPU context cannot pre-empt the
-spin, so the judge must kill the whole worker process.
+time that costs is the "hang" figure of benchmarks/throughput.py. Nothing inside the process can stop
+the kernel, so the judge must kill the worker process.
 """
 
 import torch
