@@ -53,6 +53,9 @@ LONG_KERNEL_US = 20.0
 REPEAT_LIMIT_PCT = {"long": 1.0, "short": 3.0}
 ACCURACY_LIMIT_PCT = {"long": 3.0, "short": 10.0}
 SENSITIVITY_MIN_WINS = 9
+# The issue's limit on the wall time of one measurement (warm-up, samples, stop) of a kernel under 1 ms.
+TIMING_COST_LIMIT_S = 0.3
+FAST_KERNEL_MS = 1.0
 TIMERS = ("ours", "ours-span", "ours-events", "do_bench", "kernelbench")
 
 
@@ -213,7 +216,10 @@ def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict
     results = {}
     for kernel in kernels:
         launch = make_launcher(kernel, device, copies=2)
-        ours = measure(launch, 2, device, plan_for(device, quick))
+        plan = plan_for(device, quick)
+        started = time.perf_counter()  # the cost of the measurement alone, not of building the plan
+        ours = measure(launch, 2, device, plan)
+        wall_s = time.perf_counter() - started
         summary = ours.summary()
         results[kernel.name] = {
             "ours": ours.median_ms,
@@ -221,6 +227,7 @@ def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict
             "ours-events": summary["event_median_ms"],
             "ours_ci95_ms": list(ours.ci95_ms),
             "ours_n": len(ours.samples_ms),
+            "ours_wall_s": wall_s,
             "ours_method": ours.method,
             "ours_warnings": ours.warnings,
             "do_bench": do_bench(lambda launch=launch: launch(0)) if do_bench and device == "cuda" else None,
@@ -229,7 +236,7 @@ def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict
         warnings = f"; {' | '.join(ours.warnings)}" if ours.warnings else ""
         print(
             f"  {kernel.name}: ours {ours.median_ms * 1e3:.2f} µs ({ours.method}, n={len(ours.samples_ms)}, "
-            f"stop: {ours.stop}{warnings})"
+            f"stop: {ours.stop}, {wall_s:.2f} s{warnings})"
         )
     return results
 
@@ -350,6 +357,8 @@ def summarise(
                 "vs_ncu_pct": (center / row["ncu_ms"] - 1) * 100 if center and row["ncu_ms"] else None,
                 "spread_pct": spread_pct(medians),
             }
+        costs = [run[kernel.name]["ours_wall_s"] for run in runs if "ours_wall_s" in run.get(kernel.name, {})]
+        row["ours_wall_s"] = {"s": statistics.median(costs) if costs else None, "per_process_s": costs}
         rows[kernel.name] = row
     return rows
 
@@ -390,6 +399,23 @@ def verdicts(kernels: tuple[Kernel, ...], rows: dict[str, Any], sensitivity: dic
         parts = [f"{t} {row[t]['ms'] * 1e3:.2f} µs" for t in TIMERS if row[t]["ms"] is not None]
         reference = f"ncu {row['ncu_ms'] * 1e3:.2f} µs; " if row["ncu_ms"] else ""
         lines.append(f"side-stream work ({kernel.name}): {reference}{', '.join(parts)}")
+    fast = [
+        k.name
+        for k in kernels
+        if rows[k.name]["ours_wall_s"]["s"] is not None
+        and (rows[k.name]["ncu_ms"] or rows[k.name]["ours"]["ms"] or 0.0) < FAST_KERNEL_MS
+    ]
+    if fast:
+        worst = max(fast, key=lambda n: rows[n]["ours_wall_s"]["s"])
+        cost = rows[worst]["ours_wall_s"]["s"]
+        lines.append(
+            f"timing cost <{FAST_KERNEL_MS:.0f} ms: {'PASS' if cost <= TIMING_COST_LIMIT_S else 'FAIL'} "
+            f"(limit {TIMING_COST_LIMIT_S} s per measurement, worst {worst} {cost:.2f} s)"
+        )
+    else:
+        lines.append(
+            f"timing cost <{FAST_KERNEL_MS:.0f} ms: no kernel under {FAST_KERNEL_MS:.0f} ms measured"
+        )
     return lines
 
 
@@ -402,6 +428,7 @@ def table(kernels: tuple[Kernel, ...], rows: dict[str, Any]) -> str:
     header = f"{'kernel':<12} {'ncu µs':>9} │" + "".join(
         f" {t + ' µs':>14} {'Δncu':>7} {'spread':>7} │" for t in TIMERS
     )
+    header += f" {'cost s':>7}"
     lines = [header, "─" * len(header)]
     for kernel in kernels:
         row = rows[kernel.name]
@@ -413,6 +440,7 @@ def table(kernels: tuple[Kernel, ...], rows: dict[str, Any]) -> str:
                 f" {cell(entry['vs_ncu_pct'], '+.1f') + ('%' if entry['vs_ncu_pct'] is not None else ''):>7}"
                 f" {cell(entry['spread_pct'], '.2f') + ('%' if entry['spread_pct'] is not None else ''):>7} │"
             )
+        text += f" {cell(row['ours_wall_s']['s'], '.3f'):>7}"
         lines.append(text)
     return "\n".join(lines)
 
@@ -524,7 +552,10 @@ def main() -> None:
     print("the processes' medians. ours: the harness's time (CUPTI span plus the calibrated launch cost);")
     print("ours-span: the bare CUPTI spans; ours-events: CUDA events of the same queued samples;")
     print(
-        "do_bench: triton.testing.do_bench defaults (mean); kernelbench: mean of 100 event pairs, same inputs.\n"
+        "do_bench: triton.testing.do_bench defaults (mean); kernelbench: mean of 100 event pairs, same inputs."
+    )
+    print(
+        "cost s: wall seconds of one measurement by ours (warm-up, samples, stop), median over processes.\n"
     )
     for line in [*verdicts(kernels, rows, sensitivity), *(f"note: {n}" for n in notes)]:
         print(line)

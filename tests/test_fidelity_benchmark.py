@@ -78,8 +78,15 @@ def test_criteria_are_judged_per_duration_class(fidelity: ModuleType) -> None:
     # No bare spans in these runs: the comparison line says so.
     assert lines[4] == "(ours-span, for comparison) accuracy vs ncu ≥20 µs: not measured"
     assert "add_8m +5 % work: PASS" in lines[6] and "add_1m +5 % work: FAIL" in lines[7]
+    assert lines[8] == "timing cost <1 ms: no kernel under 1 ms measured"  # no wall times in these runs
+    for k, run in enumerate(runs):
+        run["add_1m"]["ours_wall_s"], run["add_8m"]["ours_wall_s"] = 0.1 + 0.01 * k, 0.35
+    rows = fidelity.summarise(kernels, runs, ncu)
+    assert rows["add_1m"]["ours_wall_s"]["s"] == pytest.approx(0.12)
+    cost_line = fidelity.verdicts(kernels, rows, sensitivity)[8]
+    assert cost_line.startswith("timing cost <1 ms: FAIL") and "worst add_8m 0.35 s" in cost_line
     text = fidelity.table(kernels, rows)
-    assert "add_8m" in text and "30.00" in text and "+4.4%" in text
+    assert "add_8m" in text and "30.00" in text and "+4.4%" in text and "cost s" in text and "0.350" in text
 
 
 def test_a_quick_cpu_run_prints_the_table_last(tmp_path: Path) -> None:
@@ -89,6 +96,8 @@ def test_a_quick_cpu_run_prints_the_table_last(tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert any(line.startswith("add_1m") for line in lines) and lines[-1].startswith("sensitivity add_1m")
+    assert any(line.startswith("add_1m") for line in lines) and lines[-2].startswith("sensitivity add_1m")
+    assert lines[-1].startswith("timing cost <1 ms: ")
     document = json.loads(out.read_text())
     assert document["rows"]["add_64k"]["ours"]["ms"] > 0 and "add_1m" in document["sensitivity"]
+    assert document["rows"]["add_64k"]["ours_wall_s"]["s"] > 0
