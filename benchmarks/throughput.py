@@ -398,7 +398,7 @@ def child_session(args: argparse.Namespace, emit: Callable[..., None]) -> None:
     baselines = tuple(args.baselines.split(","))
     for task, names in by_task.items():
         started = time.perf_counter()
-        with judge_class(task=task, device=args.device, baselines=baselines) as judge:
+        with judge_class(task=task, device=args.device, baselines=baselines, candidates=len(names)) as judge:
             emit(event="setup", task=task, seconds=time.perf_counter() - started)
             for name in names:
                 emit(event="start", name=name)
