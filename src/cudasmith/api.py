@@ -6,25 +6,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cudasmith.errors import UsageError
+from cudasmith.device import default_device as default_device  # its home is device; kept importable here
+from cudasmith.device import usable_device
 from cudasmith.harness.runner import EvalOptions, Progress
 from cudasmith.harness.runner import evaluate as run_evaluation
 from cudasmith.harness.verdict import Verdict
-from cudasmith.tasks.problem import Problem, load_problem, load_task
+from cudasmith.tasks.lookup import find_problem
+from cudasmith.tasks.problem import Problem
+
+# Said in a verdict judged on the CPU because the caller named no device and no GPU is visible.
+NO_GPU_NOTE = "judged on the CPU: no device was named and no CUDA GPU is visible here"
 
 
-def resolve_problem(task: str | None = None, problem: str | Path | None = None) -> Problem:
-    """The problem named by a built-in task name or a problem file (exactly one of the two)."""
-    if (task is None) == (problem is None):
-        raise UsageError("give exactly one of a task name (--task) or a problem file (--problem)")
-    return load_task(task) if task is not None else load_problem(problem)  # type: ignore[arg-type]
-
-
-def default_device() -> str:
-    """'cuda' when a GPU is visible, else 'cpu'."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+def resolve_problem(
+    task: str | None = None, problem: str | Path | None = None, problem_dir: str | Path | None = None
+) -> Problem:
+    """The problem named by a task name (built-in, or of `problem_dir`) or a problem file (exactly one)."""
+    return find_problem(task, problem, problem_dir)
 
 
 def evaluate(
@@ -33,12 +31,23 @@ def evaluate(
     problem: str | Path | Problem | None = None,
     options: EvalOptions | None = None,
     progress: Progress | None = None,
+    problem_dir: str | Path | None = None,
     **overrides: Any,
 ) -> Verdict:
-    """Judge `solution` against a built-in task or a problem file; keyword overrides set EvalOptions fields.
+    """Judge `solution` against a task (built-in, or of `problem_dir`) or a problem file; keyword overrides
+    set EvalOptions fields.
 
     verdict = cudasmith.evaluate("my_softmax.py", task="level1/softmax", device="cpu")
+
+    Without a device (neither `device=` nor `options`), it judges on the GPU, or on the CPU when no GPU
+    is visible, and then the verdict's notes say so (the CLI refuses to guess: it asks for --device cpu).
     """
-    loaded = problem if isinstance(problem, Problem) else resolve_problem(task, problem)
-    options = options or EvalOptions(device=overrides.pop("device", None) or default_device())
-    return run_evaluation(solution, loaded, replace(options, **overrides), progress)
+    loaded = problem if isinstance(problem, Problem) else find_problem(task, problem, problem_dir)
+    device = overrides.pop("device", None)
+    guessed = options is None and device is None
+    options = options or EvalOptions()
+    options = replace(options, device=usable_device(device or (None if guessed else options.device)))
+    verdict = run_evaluation(solution, loaded, replace(options, **overrides), progress)
+    if guessed and options.device == "cpu":
+        verdict.note(NO_GPU_NOTE)
+    return verdict

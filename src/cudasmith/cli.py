@@ -4,73 +4,75 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from cudasmith.cli_common import (
+    EXIT_CORRECT,
+    EXIT_USAGE,
+    EXIT_VERDICT,
+    CudasmithGroup,
+    DeviceOption,
+    FromOption,
+    JudgeDeviceOption,
+    LoadTimeLimitOption,
+    ProblemOption,
+    TaskArgument,
+    TaskOption,
+    TimeLimitOption,
+    VersionOption,
+    fail,
+    judging_device,
+    one_line_errors,
+    pick_problem,
+    stderr,
+    time_limits,
+)
 from cudasmith.errors import CudasmithError, UsageError
 
 app = typer.Typer(
     name="cudasmith",
     help="Turn a PyTorch reference into a faster, verified GPU kernel, and judge kernels honestly.",
+    cls=CudasmithGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
-stderr = Console(stderr=True)
-
-# Exit codes of the verdict contract.
-EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
+# Kept importable from here: commands in other modules use them.
+__all__ = ["EXIT_CORRECT", "EXIT_USAGE", "EXIT_VERDICT", "app", "fail", "main", "one_line_errors", "stderr"]
 
 
-@contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Bad input ends a command with one line on stderr and exit code 2, never a traceback."""
-    try:
-        yield
-    except CudasmithError as exc:
-        _fail(str(exc))
-    except ImportError as exc:
-        _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
-
-
-def _fail(message: str) -> None:
-    from rich.markup import escape
-
-    # The message is text, not markup: "[llm.openai]" stays and "openai:x:" is no emoji.
-    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True, emoji=False)
-    raise typer.Exit(EXIT_USAGE)
+@app.callback()
+def root(version: VersionOption = False) -> None:
+    """Turn a PyTorch reference into a faster, verified GPU kernel, and judge kernels honestly."""
 
 
 @app.command("eval")
 def eval_command(
-    solution: Annotated[Path, typer.Argument(help="Solution file defining ModelNew.", show_default=False)],
-    task: Annotated[
-        str | None, typer.Option("--task", "-t", help="Built-in task, e.g. level1/softmax.")
-    ] = None,
-    problem: Annotated[
-        Path | None, typer.Option("--problem", "-p", help="Problem file (KernelBench format works).")
-    ] = None,
+    solution: Annotated[
+        Path, typer.Argument(metavar="SOLUTION", help="Solution file defining ModelNew.", show_default=False)
+    ],
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
-    device: Annotated[
-        str | None,
-        typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
-    ] = None,
+    device: JudgeDeviceOption = None,
     seed: Annotated[
         int | None, typer.Option(help="Fix the secret seed to reproduce a run (default: fresh each run).")
     ] = None,
     seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
+    time_limit: TimeLimitOption = None,
+    load_time_limit: LoadTimeLimitOption = None,
     samples: Annotated[bool, typer.Option(help="Include raw timing samples in --json output.")] = False,
     l2: Annotated[
         str | None,
         typer.Option(
             "--l2",
+            metavar="STATE",
             help="L2 while timing: cold (flushed before each call) or hot \\[default: the problem's, cold]",
         ),
     ] = None,
@@ -80,8 +82,9 @@ def eval_command(
     baselines: Annotated[
         str | None,
         typer.Option(
+            metavar="NAMES",
             help="Baselines timed beside eager PyTorch: compile, compile-max-autotune, expert, comma-separated "
-            "\\[default: all on a GPU, expert on the CPU]"
+            "\\[default: all on a GPU, expert on the CPU]",
         ),
     ] = None,
     fresh_baselines: Annotated[
@@ -95,19 +98,19 @@ def eval_command(
 
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
-    from cudasmith.api import default_device, resolve_problem
+    from cudasmith.api import resolve_problem
     from cudasmith.harness.baselines import parse_baselines
     from cudasmith.harness.runner import EvalOptions, evaluate
     from cudasmith.report.verdict_table import print_verdict, progress_bar
 
     with one_line_errors():
-        loaded = resolve_problem(task, problem)
+        loaded = resolve_problem(task, problem, from_dir)
         if not solution.is_file():
             raise UsageError(f"solution file not found: {solution}")
         if seeds < 1:
             raise UsageError("--seeds must be at least 1")
         options = EvalOptions(
-            device=device or default_device(),
+            device=judging_device(device),
             seed=seed,
             seeds_per_config=seeds,
             timing=timing,
@@ -115,6 +118,7 @@ def eval_command(
             l2_state=l2,
             graph=graph,
             baseline_cache=not fresh_baselines,
+            **time_limits(time_limit, load_time_limit),
         )
         with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
             verdict = evaluate(solution, loaded, options, progress)
@@ -138,12 +142,15 @@ def tasks_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object: counts per level and the tasks.")
     ] = False,
-    level: Annotated[str | None, typer.Option(help="Only this level, e.g. level1 or apps.")] = None,
+    level: Annotated[
+        str | None, typer.Option(metavar="LEVEL", help="Only this level, e.g. level1 or apps.")
+    ] = None,
     from_dir: Annotated[
         Path | None,
         typer.Option(
             "--from",
             "--problem-dir",
+            metavar="DIR",
             help="List the problems of a directory instead: a KernelBench checkout or a folder of problem files.",
             show_default=False,
         ),
@@ -153,7 +160,7 @@ def tasks_command(
 
     Example: [bold]cudasmith tasks --level apps[/] · [bold]cudasmith tasks --from KernelBench --level level1[/]
     """
-    from cudasmith.tasks.catalog import level_counts, level_of, task_row
+    from cudasmith.tasks.catalog import in_level, level_counts, level_of, task_row
     from cudasmith.tasks.problem import list_task_names, load_task
 
     unloaded: list[dict[str, str]] = []
@@ -165,14 +172,13 @@ def tasks_command(
 
             listing = load_problem_dir(from_dir)
             problems, unloaded = listing.problems, _unloaded(listing)
-    if level is not None:
-        wanted = level.strip("/")
-
-        def chosen(name: str) -> bool:
-            return level_of(name) == wanted or level_of(name).endswith(f"/{wanted}")
-
-        problems = [p for p in problems if chosen(p.name)]
-        unloaded = [u for u in unloaded if chosen(u["name"])]
+        if level is not None:
+            names = [p.name for p in problems] + [u["name"] for u in unloaded]
+            if not any(in_level(name, level) for name in names):
+                known = ", ".join(sorted({level_of(name) for name in names}))
+                raise UsageError(f"unknown level {level!r}; the levels here are {known}")
+            problems = [p for p in problems if in_level(p.name, level)]
+            unloaded = [u for u in unloaded if in_level(u["name"], level)]
     rows, counts = [task_row(p) for p in problems], level_counts(problems)
     if as_json:
         listing_json = {"counts": counts, "total": len(rows), "tasks": rows}
@@ -187,7 +193,10 @@ def tasks_command(
 
 @app.command("show")
 def show_command(
-    task: Annotated[str, typer.Argument(help="Built-in task (e.g. level3/gpt_forward) or a problem file.")],
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     source: Annotated[bool, typer.Option("--source/--no-source", help="Print the reference source.")] = True,
     device: Annotated[
@@ -195,6 +204,7 @@ def show_command(
         typer.Option(
             "--device",
             "-d",
+            metavar="DEVICE",
             help="Whose measured peaks give the roofline \\[default: cuda when visible, else cpu]",
         ),
     ] = None,
@@ -204,15 +214,12 @@ def show_command(
 
     Example: [bold]cudasmith show level3/gpt_forward --no-source[/]
     """
-    from cudasmith.api import default_device
     from cudasmith.device import load_peaks
     from cudasmith.tasks.catalog import task_details
-    from cudasmith.tasks.problem import load_problem, load_task
 
     with one_line_errors():
-        is_file = task.endswith(".py") or Path(task).is_file()
-        problem = load_problem(task) if is_file else load_task(task)
-        details = task_details(problem, load_peaks(device or default_device()))
+        loaded = pick_problem(named, task, problem, from_dir)
+        details = task_details(loaded, load_peaks(device))
     if as_json:
         sys.stdout.write(json.dumps(details, indent=2) + "\n")
         return
@@ -242,13 +249,6 @@ def _parent(parent: Path | None, verdict: Path | None) -> Any:
     return Parent(parent.read_text(), verdict_from_dict(data))
 
 
-TaskArgument = Annotated[
-    str, typer.Argument(help="Built-in task (e.g. level1/softmax) or a problem file.", show_default=False)
-]
-DeviceOption = Annotated[
-    str | None,
-    typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
-]
 ParentOption = Annotated[
     Path | None, typer.Option(help="A solution to improve (with --verdict): the refinement prompt.")
 ]
@@ -266,7 +266,10 @@ ConfigOption = Annotated[
 
 @app.command("prompt")
 def prompt_command(
-    task: TaskArgument,
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     device: DeviceOption = None,
     parent: ParentOption = None,
     verdict: VerdictOption = None,
@@ -279,13 +282,14 @@ def prompt_command(
     Example: [bold]cudasmith prompt level1/softmax --device cpu[/]
     """
     with one_line_errors():
-        from cudasmith.api import default_device
-        from cudasmith.search.ask import load_problem_or_task
+        from cudasmith.device import default_device, known_device
         from cudasmith.search.prompts import PromptBuilder, templates_from_config
 
-        problem = load_problem_or_task(task)
+        loaded = pick_problem(named, task, problem, from_dir)
         builder = PromptBuilder(templates or templates_from_config(config))
-        prompt = builder.build(problem, device or default_device(), parent=_parent(parent, verdict))
+        # A prompt for a GPU can be written on a machine without one: the device is not checked here.
+        target = known_device(device) if device else default_device()
+        prompt = builder.build(loaded, target, parent=_parent(parent, verdict))
     if as_json:
         sys.stdout.write(json.dumps(prompt.to_dict(), indent=2) + "\n")
     else:
@@ -294,7 +298,10 @@ def prompt_command(
 
 @app.command("ask")
 def ask_command(
-    task: TaskArgument,
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -305,11 +312,13 @@ def ask_command(
         ),
     ] = None,
     n: Annotated[int, typer.Option("-n", "--n", help="Answers to ask for; each is judged.")] = 1,
-    device: DeviceOption = None,
+    device: JudgeDeviceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
     seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
     seed: Annotated[int | None, typer.Option(help="Fix the judge's secret seed.")] = None,
+    time_limit: TimeLimitOption = None,
+    load_time_limit: LoadTimeLimitOption = None,
     budget: Annotated[float | None, typer.Option(help="Stop spending after this many US dollars.")] = None,
     runs_dir: Annotated[Path, typer.Option(help="Where the run directory is made.")] = Path("runs"),
     parent: ParentOption = None,
@@ -329,20 +338,21 @@ def ask_command(
         from cudasmith.harness.runner import EvalOptions
         from cudasmith.llm.config import load_llm_config
         from cudasmith.report.verdict_table import progress_bar
-        from cudasmith.search.ask import ask, load_problem_or_task
+        from cudasmith.search.ask import ask
         from cudasmith.search.prompts import templates_from_config
 
-        problem = load_problem_or_task(task)
+        loaded = pick_problem(named, task, problem, from_dir)
         if seeds < 1:
             raise UsageError("--seeds must be at least 1")
         settings = load_llm_config(config, budget_usd=budget)
-        options = EvalOptions(seed=seed, seeds_per_config=seeds, timing=timing)
+        limits = time_limits(time_limit, load_time_limit)
+        options = EvalOptions(seed=seed, seeds_per_config=seeds, timing=timing, **limits)
         with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
             result = ask(
-                problem,
+                loaded,
                 model,
                 n,
-                device,
+                judging_device(device),
                 settings,
                 options,
                 runs_dir,
@@ -361,10 +371,7 @@ def ask_command(
 
 @app.command("device")
 def device_command(
-    device: Annotated[
-        str | None,
-        typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
-    ] = None,
+    device: DeviceOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object: properties and peaks.")
     ] = False,
@@ -389,18 +396,10 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
-    from cudasmith.api import default_device
-    from cudasmith.device import ensure_peaks, load_peaks, properties
+    from cudasmith.device import ensure_peaks, load_peaks, properties, usable_device
 
     with one_line_errors():
-        device = device or default_device()
-        if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
-            raise UsageError(f"device must be 'cuda' or 'cpu', not {device!r}")
-        if device.startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                raise UsageError("no CUDA GPU is visible here; use --device cpu")
+        device = usable_device(device)
         found = properties(device)
         if measure or remeasure:
             with stderr.status("measuring the device's speed of light…", spinner="dots"):

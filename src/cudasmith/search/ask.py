@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cudasmith.device import usable_device
 from cudasmith.errors import BudgetExhausted, LLMError, UsageError
 from cudasmith.harness.runner import EvalOptions
 from cudasmith.harness.runner import evaluate as judge
@@ -131,27 +132,11 @@ async def _complete(client: LLMClient, request: Request) -> Response:
         return await client.complete(request)
 
 
-def load_problem_or_task(problem: Problem | str | Path) -> Problem:
-    """A loaded problem, a problem file's path, or a built-in task's name, as a Problem."""
-    from cudasmith.tasks.problem import load_problem, load_task
+def load_problem_or_task(problem: Problem | str | Path, problem_dir: str | Path | None = None) -> Problem:
+    """A loaded problem, a problem file's path, or a task's name (built-in, or of `problem_dir`)."""
+    from cudasmith.tasks.lookup import find_named
 
-    if isinstance(problem, Problem):
-        return problem
-    path = Path(problem)
-    return (
-        load_problem(path)
-        if isinstance(problem, Path) or path.suffix == ".py" or path.is_file()
-        else load_task(str(problem))
-    )
-
-
-def _check_device(device: str) -> None:
-    import torch
-
-    if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
-        raise UsageError(f"device must be 'cuda' or 'cpu', not {device!r}")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError("no CUDA GPU is visible here; use --device cpu (C kernels) or run on a GPU machine")
+    return problem if isinstance(problem, Problem) else find_named(problem, problem_dir)
 
 
 def ask(
@@ -167,18 +152,16 @@ def ask(
     hardware: Hardware | None = None,
     progress: Progress | None = None,
 ) -> AskResult:
-    """Ask `model` for `n` solutions of `problem` (or improvements of `parent`) and judge each on `device`.
+    """Ask `model` for `n` solutions of `problem` (or improvements of `parent`) and judge each on `device`
+    (by default the GPU, or the CPU when no GPU is visible: the prompt then asks for C kernels).
 
     result = cudasmith.ask("level1/softmax", "openai:gpt-5-mini", n=4, device="cpu")
     """
-    from cudasmith.api import default_device
-
     started = time.monotonic()
     if n < 1:
         raise UsageError("n must be at least 1")
     problem = load_problem_or_task(problem)
-    device = device or default_device()
-    _check_device(device)
+    device = usable_device(device)
     config = config or load_llm_config()
     spec = model or config.default_model()
     options = replace(options or EvalOptions(), device=device)
