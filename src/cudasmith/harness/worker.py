@@ -30,6 +30,7 @@ from cudasmith.harness import protocol
 from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.tamper import Snapshot, describe
 from cudasmith.harness.torch_ops import OpRecorder
+from cudasmith.harness.tracebacks import solution_traceback
 from cudasmith.tasks.inputs import (
     build_model,
     degeneracy,
@@ -396,7 +397,7 @@ def serve(requests: Connection, replies: Connection) -> None:
             status, reason = classify(exc, worker.solution_path)
             if worker.role == "reference":
                 status = "harness_error"
-            tail = "".join(traceback.format_exception(exc))[-4000:]
+            tail = solution_traceback(exc, worker.solution_path)[-4000:]
             header, tensors = {"ok": False, "status": status, "reason": reason, "traceback": tail}, []
             if isinstance(exc, CompileError) and exc.log:
                 header["compile_log"] = exc.log[-COMPILE_LOG_CHARS:]
