@@ -29,6 +29,7 @@ from cudasmith.harness.verdict import ConfigResult, Verdict, geometric_mean, ove
 from cudasmith.tasks.inputs import derive_seed, make_inputs, replace_tensors
 from cudasmith.tasks.problem import Problem, load_module
 from cudasmith.timing.protocol import default_plan
+from cudasmith.wording import plural
 
 # Timing rotates among this many distinct input sets (the worker may use fewer to fit memory).
 TIMING_SEEDS = 4
@@ -190,9 +191,7 @@ class Evaluation:
             self._drawn_round(reference, candidate, index, config, result, label)
             if result.status != "correct":
                 return result
-        result.reason = (
-            f"matches on {result.seeds_checked} input sets (worst rel_err {result.rel_err or 0:.1e})"
-        )
+        result.reason = f"matches on {plural(result.seeds_checked, 'input set')} (worst rel_err {result.rel_err or 0:.1e})"
         return result
 
     def _prepare_timing(self, reference: WorkerProcess) -> None:
@@ -402,7 +401,9 @@ class Evaluation:
                     verdict.speedups[name] = mean
             checked = sum(r.seeds_checked for r in verdict.configs)
             speed = f"; {verdict.speedup:.2f}x {verdict.baseline} (geometric mean)" if verdict.speedup else ""
-            reason = f"correct on {len(verdict.configs)} configs, {checked} input sets{speed}"
+            reason = (
+                f"correct on {plural(len(verdict.configs), 'config')}, {plural(checked, 'input set')}{speed}"
+            )
         verdict.reason = reason
         if verdict.torch_ops:
             ops = ", ".join(f"{name} x{count}" for name, count in sorted(verdict.torch_ops.items()))
@@ -412,7 +413,8 @@ class Evaluation:
                              (candidate.status("killed_after_exit") or 0) + candidate.stray}  # fmt: skip
         if verdict.isolation["stray_processes_killed"]:
             verdict.note(
-                f"killed {verdict.isolation['stray_processes_killed']} process(es) the solution left behind"
+                f"killed {plural(verdict.isolation['stray_processes_killed'], 'process', 'processes')} "
+                "the solution left behind"
             )
         for name, capture in (("stdout", candidate.stdout), ("stderr", candidate.stderr)):
             text = capture.text()
