@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cudasmith.cli_cache import cache_command
 from cudasmith.cli_common import (
     EXIT_CORRECT,
     EXIT_USAGE,
@@ -438,6 +439,9 @@ def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
             return ensure_launch_cost(remeasure=True)
     except CudasmithError as exc:
         return f"{exc} (GPU times are bare CUPTI spans)"
+
+
+app.command("cache")(cache_command)
 
 
 def main() -> None:
