@@ -145,8 +145,11 @@ def test_a_failing_server_is_one_line_after_the_configured_retries(
     args = ["--model", "openai:fake", "--config", str(config), *QUICK, "--runs-dir", str(tmp_path / "runs")]
     error = one_line_error(invoke("ask", "level1/softmax", *args, env=openai_env(server)))
     assert "HTTP 503" in error and "overloaded" in error and "after 2 attempts" in error
-    assert "the prompt is kept in" in error
+    assert "no run directory is left" in error
     assert len(server.seen) == 2
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir()), (
+        "no folder of a prompt alone"
+    )
 
 
 def test_a_local_model_without_weights_says_how_to_get_them(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -37,6 +38,7 @@ from cudasmith.search.hardware import Hardware
 from cudasmith.search.parsing import ParsedAnswer, parse_answer
 from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.tasks.problem import Problem
+from cudasmith.wording import plural
 
 # Run directories go here unless told otherwise.
 RUNS_DIR = Path("runs")
@@ -175,12 +177,19 @@ def ask(
     if parent is not None:
         (run_dir / "parent.py").write_text(parent.source)
 
-    report(f"asking {spec} for {n} answer{'s' if n > 1 else ''}", 0, n + 1)
+    report(f"asking {spec} for {plural(n, 'answer')}", 0, n + 1)
     try:
         response = asyncio.run(_complete(client, request_for(prompt.messages(), n, config)))
-    except LLMError as exc:
+    except BaseException as exc:
+        # A run that got no answer holds only the prompt, which `cudasmith prompt` prints again.
+        answered = client.usage.completions > 0
+        if not answered:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        if not isinstance(exc, LLMError):
+            raise
         kind = BudgetExhausted if isinstance(exc, BudgetExhausted) else LLMError
-        raise kind(f"{exc} (the prompt is kept in {run_dir})") from None
+        kept = f"the answers so far are kept in {run_dir}" if answered else "no run directory is left"
+        raise kind(f"{exc} ({kept})") from None
 
     candidates = []
     for index, completion in enumerate(response.completions):
