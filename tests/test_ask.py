@@ -153,7 +153,7 @@ def test_a_failing_server_is_one_line_after_the_configured_retries(
 
 
 def test_a_local_model_without_weights_says_how_to_get_them(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
+    pytest.importorskip("transformers", reason="local hf: models need transformers (pip install -e '.[hf]')")
     # A fresh interpreter: the Hugging Face libraries read HF_HUB_OFFLINE when they are imported.
     env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     args = ["--model", "hf:cudasmith-tests/no-such-model", *QUICK, "--runs-dir", str(tmp_path / "runs")]
