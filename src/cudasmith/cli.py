@@ -210,8 +210,10 @@ def show_command(
         ),
     ] = None,
 ) -> None:
-    """Show a task: its reference, tolerance, baselines, and each config's sizes, FLOPs, bytes moved,
-    arithmetic intensity and roofline (speed of light and floor at the device's measured peaks).
+    """Show a task: its reference, tolerance, baselines, sizes, work and roofline per config.
+
+    Per config: sizes of inputs, weights and outputs, FLOPs, bytes moved, arithmetic intensity, and the
+    speed of light and floor at the device's measured peaks.
 
     Example: [bold]cudasmith show level3/gpt_forward --no-source[/]
     """
@@ -251,17 +253,22 @@ def _parent(parent: Path | None, verdict: Path | None) -> Any:
 
 
 ParentOption = Annotated[
-    Path | None, typer.Option(help="A solution to improve (with --verdict): the refinement prompt.")
+    Path | None,
+    typer.Option(metavar="FILE", help="A solution to improve (with --verdict): the refinement prompt."),
 ]
 VerdictOption = Annotated[
-    Path | None, typer.Option(help="The parent's verdict: what `cudasmith eval --json` printed for it.")
+    Path | None,
+    typer.Option(metavar="FILE", help="The parent's verdict: what `cudasmith eval --json` printed for it."),
 ]
 TemplatesOption = Annotated[
     Path | None,
-    typer.Option(help="Directory of prompt templates replacing the built-in ones of the same name."),
+    typer.Option(
+        metavar="DIR", help="Directory of prompt templates replacing the built-in ones of the same name."
+    ),
 ]
 ConfigOption = Annotated[
-    Path | None, typer.Option(help="Settings file \\[default: $CUDASMITH_CONFIG, else ./cudasmith.toml]")
+    Path | None,
+    typer.Option(metavar="FILE", help="Settings file \\[default: $CUDASMITH_CONFIG, else ./cudasmith.toml]"),
 ]
 
 
@@ -308,6 +315,7 @@ def ask_command(
         typer.Option(
             "--model",
             "-m",
+            metavar="MODEL",
             help="openai:NAME, anthropic:NAME, hf:NAME, replay:PATH or ENDPOINT:NAME "
             "\\[default: llm.model of the config, else a local hf: model]",
         ),
@@ -320,8 +328,12 @@ def ask_command(
     seed: Annotated[int | None, typer.Option(help="Fix the judge's secret seed.")] = None,
     time_limit: TimeLimitOption = None,
     load_time_limit: LoadTimeLimitOption = None,
-    budget: Annotated[float | None, typer.Option(help="Stop spending after this many US dollars.")] = None,
-    runs_dir: Annotated[Path, typer.Option(help="Where the run directory is made.")] = Path("runs"),
+    budget: Annotated[
+        float | None, typer.Option(metavar="USD", help="Stop spending after this many US dollars.")
+    ] = None,
+    runs_dir: Annotated[Path, typer.Option(metavar="DIR", help="Where the run directory is made.")] = Path(
+        "runs"
+    ),
     parent: ParentOption = None,
     verdict: VerdictOption = None,
     templates: TemplatesOption = None,
@@ -388,7 +400,7 @@ def device_command(
         ),
     ] = True,
 ) -> None:
-    """Show the device's properties and its speed of light: memory bandwidth and FLOP rates per dtype.
+    """Show the device's properties and speed of light: memory bandwidth, FLOP rates per dtype.
 
     The peaks are measured here (a few seconds), once per device and software versions, and cached;
     every verdict's roofline and % of speed of light use them. On a GPU with Nsight Compute (ncu)
