@@ -42,7 +42,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
-# Kept importable from here: commands in other modules use them.
+# Kept importable from here for command modules written against the old cli.py (new ones: cli_common).
 __all__ = ["EXIT_CORRECT", "EXIT_USAGE", "EXIT_VERDICT", "app", "fail", "main", "one_line_errors", "stderr"]
 
 
