@@ -28,6 +28,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from cudasmith.errors import UsageError
 from cudasmith.tasks.directory import load_problem_dir
 
 INIT_SEED, INPUT_SEED = 1, 2
@@ -243,7 +244,11 @@ def main() -> int:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     levels = [f"level{v.removeprefix('level')}" for v in args.levels]
-    listing = load_problem_dir(args.checkout)
+    try:
+        listing = load_problem_dir(args.checkout)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
     for unloaded in listing.skipped:
         rows.append(

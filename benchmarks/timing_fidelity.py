@@ -482,6 +482,14 @@ def main() -> None:
             result = child_sensitivity(kernels, names, args.device, args.quick, args.sensitivity_runs)
         args.out.write_text(json.dumps(result))
         return
+    from cudasmith.device import usable_device
+    from cudasmith.errors import UsageError
+
+    try:
+        usable_device(args.device)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
 
     started = time.monotonic()
     script = Path(__file__).resolve()

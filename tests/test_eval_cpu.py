@@ -90,6 +90,7 @@ def test_kernelbench_format_problem_evaluates() -> None:
     )
     assert verdict.status == "correct", verdict.reason
     assert [c.config for c in verdict.configs] == [{}]
+    assert verdict.reason.startswith("correct on 1 config, 4 input sets;"), "counted in the singular"
     assert verdict.configs[0].speedup is not None
 
 

@@ -12,7 +12,7 @@ import pytest
 from cudasmith.errors import LLMError
 from cudasmith.llm import LLMClient, Message, Request, load_llm_config, make_client
 
-pytest.importorskip("transformers")
+pytest.importorskip("transformers", reason="local hf: models need transformers (pip install -e '.[hf]')")
 
 MESSAGES = (Message("system", "You write kernels."), Message("user", "Write a softmax kernel."))
 # Long enough that generating it all takes far longer than the timeout test waits.

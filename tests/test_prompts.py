@@ -209,3 +209,15 @@ def test_a_task_with_a_validator_is_described_as_judged_by_it(tmp_path: Path) ->
     user = PromptBuilder().build(load_problem(problem_file), "cpu").user
     assert "the task's own validator judges them: any answer it accepts is correct" in user
     assert "rtol" not in user
+
+
+def test_hidden_configs_are_promised_only_where_the_problem_has_them() -> None:
+    kernelbench = PromptBuilder().build(load_problem(PROBLEMS / "kernelbench_style_add.py"), "cpu")
+    text = kernelbench.system + kernelbench.user
+    assert "hidden" not in text.lower(), "a KernelBench file has no hidden configs"
+    assert "`get_inputs()` the arguments of `forward`: inputs a: float32[4099], b: float32[4099]." in text
+    assert "random inputs of the shapes shown" in text and "must hold for any valid shape" in text
+    suite = PromptBuilder().build(load_task("level1/softmax"), "cpu")
+    assert "some shapes are hidden from you" in suite.system
+    assert "Hidden configs with other sizes (odd ones included) are checked too" in suite.user
+    assert "hidden configs use others" in suite.user

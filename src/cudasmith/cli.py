@@ -5,14 +5,35 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from cudasmith.cli_cache import cache_command
+from cudasmith.cli_common import (
+    EXIT_CORRECT,
+    EXIT_USAGE,
+    EXIT_VERDICT,
+    CudasmithGroup,
+    DeviceOption,
+    FirstCallExtraOption,
+    FromOption,
+    JudgeDeviceOption,
+    LoadTimeLimitOption,
+    ProblemOption,
+    TaskArgument,
+    TaskOption,
+    TimeLimitOption,
+    VersionOption,
+    fail,
+    judging_device,
+    one_line_errors,
+    pick_problem,
+    stderr,
+    time_limits,
+)
 from cudasmith.commands.bench import bench_command
 from cudasmith.commands.export import export_command
 from cudasmith.commands.optimize import optimize_command
@@ -22,26 +43,14 @@ from cudasmith.errors import CudasmithError, UsageError
 app = typer.Typer(
     name="cudasmith",
     help="Turn a PyTorch reference into a faster, verified GPU kernel, and judge kernels honestly.",
+    cls=CudasmithGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
-stderr = Console(stderr=True)
-
-# Exit codes of the verdict contract.
-EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
-
-
-@contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Bad input ends a command with one line on stderr and exit code 2, never a traceback."""
-    try:
-        yield
-    except CudasmithError as exc:
-        _fail(str(exc))
-    except ImportError as exc:
-        _fail(f"a package is missing: {exc.name} (pip install cudasmith installs it)")
+# Kept importable from here for command modules written against the old cli.py (new ones: cli_common).
+__all__ = ["EXIT_CORRECT", "EXIT_USAGE", "EXIT_VERDICT", "app", "fail", "main", "one_line_errors", "stderr"]
 
 
 def guarded(command: Callable[..., None]) -> Callable[..., None]:
@@ -55,12 +64,9 @@ def guarded(command: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
-def _fail(message: str) -> None:
-    from rich.markup import escape
-
-    # The message is text, not markup: "[llm.openai]" stays and "openai:x:" is no emoji.
-    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True, emoji=False)
-    raise typer.Exit(EXIT_USAGE)
+@app.callback()
+def root(version: VersionOption = False) -> None:
+    """Turn a PyTorch reference into a faster, verified GPU kernel, and judge kernels honestly."""
 
 
 def _solution_files(paths: list[Path]) -> list[Path]:
@@ -83,26 +89,22 @@ def _solution_files(paths: list[Path]) -> list[Path]:
 def eval_command(
     solutions: Annotated[
         list[Path],
-        typer.Argument(help="Solution files defining ModelNew, or folders of them.", show_default=False),
+        typer.Argument(
+            metavar="SOLUTION...",
+            help="Solution files defining ModelNew, or folders of them.",
+            show_default=False,
+        ),
     ],
-    task: Annotated[
-        str | None, typer.Option("--task", "-t", help="Built-in task, e.g. level1/softmax.")
-    ] = None,
-    problem: Annotated[
-        Path | None, typer.Option("--problem", "-p", help="Problem file (KernelBench format works).")
-    ] = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     as_json: Annotated[
         bool,
         typer.Option(
             "--json", help="Print one JSON object on stdout (JSON Lines, one per solution, for several)."
         ),
     ] = False,
-    device: Annotated[
-        str | None,
-        typer.Option(
-            "--device", "-d", help="cuda, cuda:N or cpu \\[default: cuda when a GPU is visible, else cpu]"
-        ),
-    ] = None,
+    device: JudgeDeviceOption = None,
     seed: Annotated[
         int | None,
         typer.Option(
@@ -111,11 +113,14 @@ def eval_command(
     ] = None,
     seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
+    time_limit: TimeLimitOption = None,
+    load_time_limit: LoadTimeLimitOption = None,
     samples: Annotated[bool, typer.Option(help="Include raw timing samples in --json output.")] = False,
     l2: Annotated[
         str | None,
         typer.Option(
             "--l2",
+            metavar="STATE",
             help="L2 while timing: cold (flushed before each call) or hot \\[default: the problem's, cold]",
         ),
     ] = None,
@@ -125,31 +130,12 @@ def eval_command(
     baselines: Annotated[
         str | None,
         typer.Option(
+            metavar="NAMES",
             help="Baselines timed beside eager PyTorch: compile, compile-max-autotune, expert, comma-separated "
-            "\\[default: compile and expert on a GPU, expert on the CPU]"
+            "\\[default: compile and expert on a GPU, expert on the CPU]",
         ),
     ] = None,
-    time_limit: Annotated[
-        float | None,
-        typer.Option(
-            "--time-limit",
-            help="Seconds one call of forward may take \\[default: 100x the reference's own time, at least 5 s]",
-            show_default=False,
-        ),
-    ] = None,
-    first_call_extra: Annotated[
-        float,
-        typer.Option(
-            "--first-call-extra",
-            help="Seconds added to the first call's limit (JIT compilation, autotuning).",
-        ),
-    ] = 10.0,
-    load_time_limit: Annotated[
-        float,
-        typer.Option(
-            "--load-time-limit", help="Seconds importing the solution may take, its compilation included."
-        ),
-    ] = 120.0,
+    first_call_extra: FirstCallExtraOption = None,
 ) -> None:
     """Judge SOLUTIONS against a task: correct on every config and input set, and how fast.
 
@@ -161,25 +147,25 @@ def eval_command(
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
     from cudasmith.harness.baselines import parse_baselines
-    from cudasmith.harness.options import EvalOptions, default_device
+    from cudasmith.harness.options import EvalOptions
     from cudasmith.harness.session import Judge, resolve_problem
     from cudasmith.report.verdict_table import print_summary, print_verdict, progress_bar
 
     verdicts = []
     with one_line_errors():
-        loaded = resolve_problem(task, problem)
+        loaded = resolve_problem(task, problem, from_dir)
         files = _solution_files(solutions)
+        if seeds < 1:
+            raise UsageError("--seeds must be at least 1")
         options = EvalOptions(
-            device=device or default_device(),
+            device=judging_device(device),
             seed=seed,
             seeds_per_config=seeds,
             timing=timing,
             baselines=parse_baselines(baselines) if baselines else None,
             l2_state=l2,
             graph=graph,
-            call_timeout_s=time_limit,
-            first_call_extra_s=first_call_extra,
-            load_timeout_s=load_time_limit,
+            **time_limits(time_limit, load_time_limit, first_call_extra),
         )
         with (
             progress_bar(enabled=not as_json and stderr.is_terminal) as progress,
@@ -211,12 +197,15 @@ def tasks_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object: counts per level and the tasks.")
     ] = False,
-    level: Annotated[str | None, typer.Option(help="Only this level, e.g. level1 or apps.")] = None,
+    level: Annotated[
+        str | None, typer.Option(metavar="LEVEL", help="Only this level, e.g. level1 or apps.")
+    ] = None,
     from_dir: Annotated[
         Path | None,
         typer.Option(
             "--from",
             "--problem-dir",
+            metavar="DIR",
             help="List the problems of a directory instead: a KernelBench checkout or a folder of problem files.",
             show_default=False,
         ),
@@ -226,7 +215,7 @@ def tasks_command(
 
     Example: [bold]cudasmith tasks --level apps[/] · [bold]cudasmith tasks --from KernelBench --level level1[/]
     """
-    from cudasmith.tasks.catalog import level_counts, level_of, task_row
+    from cudasmith.tasks.catalog import in_level, level_counts, level_of, task_row
     from cudasmith.tasks.problem import list_task_names, load_task
 
     unloaded: list[dict[str, str]] = []
@@ -238,14 +227,13 @@ def tasks_command(
 
             listing = load_problem_dir(from_dir)
             problems, unloaded = listing.problems, _unloaded(listing)
-    if level is not None:
-        wanted = level.strip("/")
-
-        def chosen(name: str) -> bool:
-            return level_of(name) == wanted or level_of(name).endswith(f"/{wanted}")
-
-        problems = [p for p in problems if chosen(p.name)]
-        unloaded = [u for u in unloaded if chosen(u["name"])]
+        if level is not None:
+            names = [p.name for p in problems] + [u["name"] for u in unloaded]
+            if not any(in_level(name, level) for name in names):
+                known = ", ".join(sorted({level_of(name) for name in names}))
+                raise UsageError(f"unknown level {level!r}; the levels here are {known}")
+            problems = [p for p in problems if in_level(p.name, level)]
+            unloaded = [u for u in unloaded if in_level(u["name"], level)]
     rows, counts = [task_row(p) for p in problems], level_counts(problems)
     if as_json:
         listing_json = {"counts": counts, "total": len(rows), "tasks": rows}
@@ -260,7 +248,10 @@ def tasks_command(
 
 @app.command("show")
 def show_command(
-    task: Annotated[str, typer.Argument(help="Built-in task (e.g. level3/gpt_forward) or a problem file.")],
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     source: Annotated[bool, typer.Option("--source/--no-source", help="Print the reference source.")] = True,
     device: Annotated[
@@ -268,24 +259,24 @@ def show_command(
         typer.Option(
             "--device",
             "-d",
+            metavar="DEVICE",
             help="Whose measured peaks give the roofline \\[default: cuda when visible, else cpu]",
         ),
     ] = None,
 ) -> None:
-    """Show a task: its reference, tolerance, baselines, and each config's sizes, FLOPs, bytes moved,
-    arithmetic intensity and roofline (speed of light and floor at the device's measured peaks).
+    """Show a task: its reference, tolerance, baselines, sizes, work and roofline per config.
+
+    Per config: sizes of inputs, weights and outputs, FLOPs, bytes moved, arithmetic intensity, and the
+    speed of light and floor at the device's measured peaks.
 
     Example: [bold]cudasmith show level3/gpt_forward --no-source[/]
     """
-    from cudasmith.api import default_device
     from cudasmith.device import load_peaks
     from cudasmith.tasks.catalog import task_details
-    from cudasmith.tasks.problem import load_problem, load_task
 
     with one_line_errors():
-        is_file = task.endswith(".py") or Path(task).is_file()
-        problem = load_problem(task) if is_file else load_task(task)
-        details = task_details(problem, load_peaks(device or default_device()))
+        loaded = pick_problem(named, task, problem, from_dir)
+        details = task_details(loaded, load_peaks(device))
     if as_json:
         sys.stdout.write(json.dumps(details, indent=2) + "\n")
         return
@@ -315,31 +306,32 @@ def _parent(parent: Path | None, verdict: Path | None) -> Any:
     return Parent(parent.read_text(), verdict_from_dict(data))
 
 
-TaskArgument = Annotated[
-    str, typer.Argument(help="Built-in task (e.g. level1/softmax) or a problem file.", show_default=False)
-]
-DeviceOption = Annotated[
-    str | None,
-    typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
-]
 ParentOption = Annotated[
-    Path | None, typer.Option(help="A solution to improve (with --verdict): the refinement prompt.")
+    Path | None,
+    typer.Option(metavar="FILE", help="A solution to improve (with --verdict): the refinement prompt."),
 ]
 VerdictOption = Annotated[
-    Path | None, typer.Option(help="The parent's verdict: what `cudasmith eval --json` printed for it.")
+    Path | None,
+    typer.Option(metavar="FILE", help="The parent's verdict: what `cudasmith eval --json` printed for it."),
 ]
 TemplatesOption = Annotated[
     Path | None,
-    typer.Option(help="Directory of prompt templates replacing the built-in ones of the same name."),
+    typer.Option(
+        metavar="DIR", help="Directory of prompt templates replacing the built-in ones of the same name."
+    ),
 ]
 ConfigOption = Annotated[
-    Path | None, typer.Option(help="Settings file \\[default: $CUDASMITH_CONFIG, else ./cudasmith.toml]")
+    Path | None,
+    typer.Option(metavar="FILE", help="Settings file \\[default: $CUDASMITH_CONFIG, else ./cudasmith.toml]"),
 ]
 
 
 @app.command("prompt")
 def prompt_command(
-    task: TaskArgument,
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     device: DeviceOption = None,
     parent: ParentOption = None,
     verdict: VerdictOption = None,
@@ -352,13 +344,14 @@ def prompt_command(
     Example: [bold]cudasmith prompt level1/softmax --device cpu[/]
     """
     with one_line_errors():
-        from cudasmith.api import default_device
-        from cudasmith.search.ask import load_problem_or_task
+        from cudasmith.device import default_device, known_device
         from cudasmith.search.prompts import PromptBuilder, templates_from_config
 
-        problem = load_problem_or_task(task)
+        loaded = pick_problem(named, task, problem, from_dir)
         builder = PromptBuilder(templates or templates_from_config(config))
-        prompt = builder.build(problem, device or default_device(), parent=_parent(parent, verdict))
+        # A prompt for a GPU can be written on a machine without one: the device is not checked here.
+        target = known_device(device) if device else default_device()
+        prompt = builder.build(loaded, target, parent=_parent(parent, verdict))
     if as_json:
         sys.stdout.write(json.dumps(prompt.to_dict(), indent=2) + "\n")
     else:
@@ -367,24 +360,34 @@ def prompt_command(
 
 @app.command("ask")
 def ask_command(
-    task: TaskArgument,
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
     model: Annotated[
         str | None,
         typer.Option(
             "--model",
             "-m",
+            metavar="MODEL",
             help="openai:NAME, anthropic:NAME, hf:NAME, replay:PATH or ENDPOINT:NAME "
             "\\[default: llm.model of the config, else a local hf: model]",
         ),
     ] = None,
     n: Annotated[int, typer.Option("-n", "--n", help="Answers to ask for; each is judged.")] = 1,
-    device: DeviceOption = None,
+    device: JudgeDeviceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct candidates.")] = True,
     seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
     seed: Annotated[int | None, typer.Option(help="Fix the judge's secret seed.")] = None,
-    budget: Annotated[float | None, typer.Option(help="Stop spending after this many US dollars.")] = None,
-    runs_dir: Annotated[Path, typer.Option(help="Where the run directory is made.")] = Path("runs"),
+    time_limit: TimeLimitOption = None,
+    load_time_limit: LoadTimeLimitOption = None,
+    budget: Annotated[
+        float | None, typer.Option(metavar="USD", help="Stop spending after this many US dollars.")
+    ] = None,
+    runs_dir: Annotated[Path, typer.Option(metavar="DIR", help="Where the run directory is made.")] = Path(
+        "runs"
+    ),
     parent: ParentOption = None,
     verdict: VerdictOption = None,
     templates: TemplatesOption = None,
@@ -402,20 +405,21 @@ def ask_command(
         from cudasmith.harness.options import EvalOptions
         from cudasmith.llm.config import load_llm_config
         from cudasmith.report.verdict_table import progress_bar
-        from cudasmith.search.ask import ask, load_problem_or_task
+        from cudasmith.search.ask import ask
         from cudasmith.search.prompts import templates_from_config
 
-        problem = load_problem_or_task(task)
+        loaded = pick_problem(named, task, problem, from_dir)
         if seeds < 1:
             raise UsageError("--seeds must be at least 1")
         settings = load_llm_config(config, budget_usd=budget)
-        options = EvalOptions(seed=seed, seeds_per_config=seeds, timing=timing)
+        limits = time_limits(time_limit, load_time_limit)
+        options = EvalOptions(seed=seed, seeds_per_config=seeds, timing=timing, **limits)
         with progress_bar(enabled=not as_json and stderr.is_terminal) as progress:
             result = ask(
-                problem,
+                loaded,
                 model,
                 n,
-                device,
+                judging_device(device),
                 settings,
                 options,
                 runs_dir,
@@ -437,10 +441,7 @@ app.command("optimize")(optimize_command)
 
 @app.command("device")
 def device_command(
-    device: Annotated[
-        str | None,
-        typer.Option("--device", "-d", help="cuda or cpu \\[default: cuda when a GPU is visible, else cpu]"),
-    ] = None,
+    device: DeviceOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object: properties and peaks.")
     ] = False,
@@ -456,7 +457,7 @@ def device_command(
         ),
     ] = True,
 ) -> None:
-    """Show the device's properties and its speed of light: memory bandwidth and FLOP rates per dtype.
+    """Show the device's properties and speed of light: memory bandwidth, FLOP rates per dtype.
 
     The peaks are measured here (a few seconds), once per device and software versions, and cached;
     every verdict's roofline and % of speed of light use them. On a GPU with Nsight Compute (ncu)
@@ -465,18 +466,10 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
-    from cudasmith.api import default_device
-    from cudasmith.device import ensure_peaks, load_peaks, properties
+    from cudasmith.device import ensure_peaks, load_peaks, properties, usable_device
 
     with one_line_errors():
-        device = device or default_device()
-        if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
-            raise UsageError(f"device must be 'cuda' or 'cpu', not {device!r}")
-        if device.startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                raise UsageError("no CUDA GPU is visible here; use --device cpu")
+        device = usable_device(device)
         found = properties(device)
         if measure or remeasure:
             with stderr.status("measuring the device's speed of light…", spinner="dots"):
@@ -520,6 +513,7 @@ def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
 app.command("bench")(guarded(bench_command))
 app.command("report")(guarded(report_command))
 app.command("export")(guarded(export_command))
+app.command("cache")(cache_command)
 
 
 def main() -> None:

@@ -14,10 +14,12 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cudasmith.errors import UsageError
 from cudasmith.hardware import device_name
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 
@@ -29,6 +31,35 @@ PEAK_VERSION_KEYS = ("cudasmith", "torch", "cuda", "driver")
 def device_kind(device: str) -> str:
     """'cuda' for 'cuda', 'cuda:1'…; 'cpu' otherwise."""
     return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def default_device() -> str:
+    """'cuda' when a GPU is visible, else 'cpu'."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def known_device(device: str) -> str:
+    """`device` when it names a kind of device cudasmith knows ('cuda', 'cuda:N', 'cpu'); else a UsageError."""
+    if device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", device):
+        raise UsageError(f"device must be 'cuda', 'cuda:N' or 'cpu', not {device!r}")
+    return device
+
+
+def usable_device(device: str | None = None) -> str:
+    """`device` ('cuda', 'cuda:N' or 'cpu') when this machine has it, the default device for None;
+    a one-line UsageError otherwise."""
+    if device is None or known_device(device) == "cpu":
+        return device or default_device()
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UsageError("no CUDA GPU is visible here; use --device cpu or run on a GPU machine")
+    index = torch.device(device).index
+    if index is not None and index >= torch.cuda.device_count():
+        raise UsageError(f"no GPU {device}: this machine has {torch.cuda.device_count()} (cuda:0 first)")
+    return device
 
 
 def _package_version(name: str) -> str | None:
@@ -111,12 +142,13 @@ def peaks_path(name: str, versions: dict[str, str | None]) -> Path:
     return measurement_path("", name, versions)
 
 
-def load_peaks(device: str = "cuda", name: str | None = None) -> DevicePeaks | None:
-    """The measured peaks of a device (this machine's GPU or CPU by default); None when never measured.
+def load_peaks(device: str | None = None, name: str | None = None) -> DevicePeaks | None:
+    """The measured peaks of a device (by default this machine's GPU, or its CPU when it has no GPU);
+    None when never measured. A GPU that is not here is a one-line UsageError.
 
     `name` (as a verdict names the device) avoids initialising CUDA in the calling process.
     """
-    path = peaks_path(name or device_name(device), software_versions())
+    path = peaks_path(name or device_name(usable_device(device)), software_versions())
     try:
         return DevicePeaks.from_dict(json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
@@ -159,9 +191,12 @@ def spread(measurements: list[DevicePeaks]) -> float:
     return (max(rates) - min(rates)) / max(rates) if max(rates) > 0 else 0.0
 
 
-def ensure_peaks(device: str = "cuda", remeasure: bool = False, repeats: int = PEAK_REPEATS) -> DevicePeaks:
+def ensure_peaks(
+    device: str | None = None, remeasure: bool = False, repeats: int = PEAK_REPEATS
+) -> DevicePeaks:
     """The device's peaks from the cache, else measured `repeats` times (seconds each): the best of them,
     cached unless the repeats disagree (a busy device) by more than PEAKS_NOISY_SPREAD."""
+    device = usable_device(device)
     cached = None if remeasure else load_peaks(device)
     if cached is not None:
         return cached
@@ -234,8 +269,9 @@ def _gpu_attributes(index: int) -> dict[str, int]:
         return {}
 
 
-def properties(device: str = "cuda") -> dict[str, Any]:
-    """The device's properties, every number with its unit in its name."""
+def properties(device: str | None = None) -> dict[str, Any]:
+    """The device's properties (this machine's default device unless named), every number with its unit."""
+    device = usable_device(device)
     if device_kind(device) == "cpu":
         return {
             "name": device_name("cpu"),

@@ -9,10 +9,7 @@ from cudasmith.device import DevicePeaks
 from cudasmith.harness.baselines import BASELINES, BaselineTime
 from cudasmith.harness.roofline import roofline
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict, geometric_mean, overall_status
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+from cudasmith.wording import plural
 
 
 def apply_baselines(

@@ -16,6 +16,7 @@ from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.problem import Problem
+from cudasmith.wording import plural
 
 if TYPE_CHECKING:
     from cudasmith.harness.session import Judge
@@ -172,7 +173,5 @@ def check_candidate(
             result.mismatch = comparison.get("report")
             return False
     for result in results.values():
-        result.reason = (
-            f"matches on {result.seeds_checked} input sets (worst rel_err {result.rel_err or 0:.1e})"
-        )
+        result.reason = f"matches on {plural(result.seeds_checked, 'input set')} (worst rel_err {result.rel_err or 0:.1e})"
     return True

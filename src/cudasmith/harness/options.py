@@ -36,13 +36,6 @@ WARM_WORKERS_CPU = 1
 Progress = Callable[[str, int, int], None]
 
 
-def default_device() -> str:
-    """'cuda' when a GPU is visible, else 'cpu'."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 @dataclass(frozen=True)
 class EvalOptions:
     """How a judge session runs; the defaults are the protocol."""

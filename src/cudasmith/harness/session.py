@@ -19,20 +19,22 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from cudasmith.device import DevicePeaks, software_versions
+from cudasmith.device import DevicePeaks, default_device, software_versions
 from cudasmith.errors import HarnessError, UsageError
 from cudasmith.harness.assemble import apply_baselines, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.correctness import check_candidate, label, select_configs
 from cudasmith.harness.messages import InputSpec
-from cudasmith.harness.options import EvalOptions, Progress, default_device
+from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timed import time_config
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
-from cudasmith.tasks.problem import Problem, load_problem, load_task
+from cudasmith.tasks.lookup import find_problem
+from cudasmith.tasks.problem import Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
+from cudasmith.wording import plural
 
 # The judge's own requests: loading and describing the problem; computing and comparing outputs
 # (float64 references of large configs take seconds on a CPU); measuring the device (first time only).
@@ -41,13 +43,16 @@ JUDGE_CALL_TIMEOUT_S = 600.0
 PEAKS_TIMEOUT_S = 300.0
 
 
-def resolve_problem(task: str | None, problem: Problem | str | Path | None) -> Problem:
-    """The problem named by a built-in task name or given as a problem (or its file): exactly one."""
+def resolve_problem(
+    task: str | None = None,
+    problem: Problem | str | Path | None = None,
+    problem_dir: str | Path | None = None,
+) -> Problem:
+    """The problem named by a task name (built-in, or of `problem_dir`) or given as a problem (or its
+    file): exactly one."""
     if isinstance(problem, Problem) and task is None:
         return problem
-    if (task is None) == (problem is None):
-        raise UsageError("give exactly one of a task name (--task) or a problem file (--problem)")
-    return load_task(task) if task is not None else load_problem(problem)  # type: ignore[arg-type]
+    return find_problem(task, problem, problem_dir)  # type: ignore[arg-type]
 
 
 def _gpu_visible() -> bool:
@@ -327,7 +332,7 @@ class Judge:
         stray = (candidate.status("killed_after_exit") or 0) + candidate.stray
         verdict.isolation = {"network": candidate.status("network"), "stray_processes_killed": stray}
         if stray:
-            verdict.note(f"killed {stray} process(es) the solution left behind")
+            verdict.note(f"killed {plural(stray, 'process', 'processes')} the solution left behind")
         for name, capture in (("stdout", candidate.stdout), ("stderr", candidate.stderr)):
             text = capture.text()
             if text.strip():

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import signal
 import sys
-import traceback
 from multiprocessing.connection import Connection
 from os import _exit
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from cudasmith.errors import CompileError
 from cudasmith.harness import protocol
 from cudasmith.harness.calls import classify
+from cudasmith.harness.tracebacks import solution_traceback
 
 PR_SET_PDEATHSIG = 1
 # The end of a compiler's log that a verdict keeps (the first errors are at its start, so most fit).
@@ -60,7 +60,7 @@ def serve(requests: Connection, replies: Connection) -> None:
         except BaseException as exc:  # candidate code may raise anything, SystemExit included
             explain = getattr(worker, "explain", None)
             status, reason = explain(exc) if explain is not None else classify(exc, None)
-            tail = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:]
+            tail = solution_traceback(exc, getattr(worker, "solution_path", None))[-TRACEBACK_CHARS:]
             header = {"ok": False, "status": str(status), "reason": reason, "traceback": tail}
             if not candidate:
                 header["harness"] = True  # the reference failed: the judge's problem, not a candidate's

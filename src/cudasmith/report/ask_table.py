@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from cudasmith.report.formats import plain_table
 from cudasmith.report.verdict_table import STATUS_STYLE
 from cudasmith.search.ask import AskResult
+from cudasmith.wording import plural
 
 # Reasons longer than this are cut in the table (the full one is in the run directory).
 REASON_CHARS = 160
@@ -23,16 +24,21 @@ def _cost(result: AskResult) -> str:
         return "cost unknown (no price reported or configured: [llm.prices] in cudasmith.toml)"
     known = f"US${usage.cost_usd:.4f}"
     return known + (
-        f" + {usage.unpriced_completions} answers of unknown price" if usage.unpriced_completions else ""
+        f" + {plural(usage.unpriced_completions, 'answer')} of unknown price"
+        if usage.unpriced_completions
+        else ""
     )
 
 
 def print_ask(result: AskResult, console: Console | None = None) -> None:
     """One row per candidate, then what the request cost and where everything is kept."""
     console = console or Console(emoji=False, highlight=False)
-    table = Table(show_edge=False, pad_edge=False)
-    for column in ("#", "status", "speedup", "tokens out", "finish", "reason"):
-        table.add_column(column, justify="right" if column in {"#", "speedup", "tokens out"} else "left")
+    table = plain_table()
+    for column in ("#", "status", "speedup", "tokens", "finish"):
+        table.add_column(
+            column, no_wrap=True, justify="right" if column in {"#", "speedup", "tokens"} else "left"
+        )
+    table.add_column("reason", ratio=1, overflow="fold")
     for candidate in result.candidates:
         verdict = candidate.verdict
         reason = (
@@ -61,7 +67,7 @@ def print_ask(result: AskResult, console: Console | None = None) -> None:
     usage = result.usage
     console.print(
         escape(
-            f"{usage.completions} answers in {usage.calls} call{'s' if usage.calls != 1 else ''} · "
+            f"{plural(usage.completions, 'answer')} in {plural(usage.calls, 'call')} · "
             f"{usage.input_tokens:,} tokens in, "
             f"{usage.output_tokens:,} out · {_cost(result)}"
         ),

@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.padding import Padding
 from rich.syntax import Syntax
-from rich.table import Table
+from rich.text import Text
 
-
-def _bytes(value: float | None) -> str:
-    if value is None:
-        return "?"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if value >= scale:
-            return f"{value / scale:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
-def _flops(value: float) -> str:
-    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value:.0f} FLOP"
-
-
-def _milliseconds(value: float | None) -> str:
-    if value is None:
-        return "–"
-    if value >= 1e3:
-        return f"{value / 1e3:.2f} s"
-    return f"{value:.3f} ms" if value >= 1 else f"{value * 1e3:.2f} µs"
-
-
-def _config_text(config: dict[str, Any]) -> str:
-    return json.dumps(config)[1:-1] or "(default)"
+from cudasmith.report.formats import byte_size, config_text, flop_count, milliseconds, plain_table
+from cudasmith.wording import plural
 
 
 def print_task_list(
@@ -44,29 +20,31 @@ def print_task_list(
     unloaded: list[dict[str, str]] | None = None,
     console: Console | None = None,
 ) -> None:
-    """One row per task, then the count per level and the files that were not loaded."""
+    """One row per task (its description wrapped under its name), then the count per level and the
+    files that were not loaded."""
     console = console or Console()
-    table = Table(show_edge=False, pad_edge=False)
-    table.add_column("task", no_wrap=True)
+    table = plain_table()
+    table.add_column("task", ratio=1)
     table.add_column("dtype", no_wrap=True)
     table.add_column("configs", no_wrap=True, justify="right")
     table.add_column("expert", no_wrap=True)
-    table.add_column("what it computes", min_width=24, ratio=1)
     for row in rows:
+        described = Text(row["description"] or "(no description)", style="dim")
         table.add_row(
-            row["name"],
+            Group(Text(row["name"]), Padding(described, (0, 0, 0, 2))),
             row["dtype"] or "–",
             f"{row['configs']}+{row['hidden_configs']}",
             row["expert"] or "–",
-            row["description"],
         )
     console.print(table)
     for entry in unloaded or []:
-        console.print(f"[dim]{entry['status']} {entry['name']}: {entry['reason']}[/]", highlight=False)
+        console.print(
+            escape(f"{entry['status']} {entry['name']}: {entry['reason']}"), style="dim", highlight=False
+        )
     per_level = " · ".join(f"{level} {count}" for level, count in counts.items())
     console.print(
-        f"[dim]{sum(counts.values())} tasks ({per_level}). configs: public+hidden. Baselines: eager "
-        "PyTorch and torch.compile for every task, and the expert where one is named. "
+        f"[dim]{plural(sum(counts.values()), 'task')} ({per_level}). configs: public+hidden. Baselines: "
+        "eager PyTorch and torch.compile for every task, and the expert where one is named. "
         "`cudasmith show TASK` prints one task's reference, sizes and roofline.[/]",
         highlight=False,
     )
@@ -99,39 +77,38 @@ def print_task_details(details: dict[str, Any], source: bool = True, console: Co
     console.print(f"[dim]{details['path']}[/]", highlight=False)
     if source:
         console.print(Syntax(details["source"], "python", line_numbers=False, word_wrap=True))
-    table = Table(show_edge=False, pad_edge=False)
-    columns = (
-        "#",
-        "config",
-        "inputs",
-        "weights",
-        "outputs",
-        "FLOPs",
-        "bytes moved",
-        "FLOP/B",
-        "SOL",
-        "floor",
-    )
-    for column in columns:
-        table.add_column(column, justify="left" if column == "config" else "right")
-    for figure in details["config_figures"]:
-        intensity = figure["intensity"]
-        table.add_row(
-            "hidden" if figure["hidden"] else str(figure["index"]),
-            _config_text(figure["config"]),
-            _bytes(figure.get("input_bytes")),
-            _bytes(figure.get("parameter_bytes", 0)),
-            _bytes(figure.get("output_bytes")),
-            "?" if figure["flops"] is None else _flops(figure["flops"]),
-            _bytes(figure["bytes_moved"]),
-            "–" if intensity is None else f"{intensity:.3g}",
-            _milliseconds(figure.get("sol_ms")),
-            _milliseconds(figure.get("floor_ms")),
+    figures = details["config_figures"]
+    sizes = plain_table(title="sizes", title_justify="left")
+    sizes.add_column("#", no_wrap=True, justify="right")
+    sizes.add_column("config", ratio=1, overflow="fold")
+    for column in ("inputs", "weights", "outputs"):
+        sizes.add_column(column, no_wrap=True, justify="right")
+    work = plain_table(title="work and roofline", title_justify="left")
+    for column in ("#", "FLOPs", "bytes moved", "FLOP/B", "SOL", "floor"):
+        work.add_column(column, no_wrap=True, justify="right")
+    for figure in figures:
+        label = "hidden" if figure["hidden"] else str(figure["index"])
+        sizes.add_row(
+            label,
+            config_text(figure["config"]),
+            byte_size(figure.get("input_bytes")),
+            byte_size(figure.get("parameter_bytes", 0)),
+            byte_size(figure.get("output_bytes")),
         )
-    console.print(table)
-    partial = [figure for figure in details["config_figures"] if "unknown" in figure]
+        intensity = figure["intensity"]
+        work.add_row(
+            label,
+            "?" if figure["flops"] is None else flop_count(figure["flops"]),
+            byte_size(figure["bytes_moved"]),
+            "–" if intensity is None else f"{intensity:.3g}",
+            milliseconds(figure.get("sol_ms")),
+            milliseconds(figure.get("floor_ms")),
+        )
+    console.print(sizes)
+    console.print(work)
+    partial = [figure for figure in figures if "unknown" in figure]
     if partial:
-        which = "every config" if len(partial) == len(details["config_figures"]) else "some configs"
+        which = "every config" if len(partial) == len(figures) else "some configs"
         console.print(
             f"[dim]'?' for {which}: the reference cannot run on meta tensors "
             f"({partial[0]['unknown'][:120]}), so only what the problem declares is known[/]",

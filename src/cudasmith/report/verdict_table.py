@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
+from rich import box
 from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.harness.options import Progress as ProgressCallback
-from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.report.formats import config_text, milliseconds, plain_table
+from cudasmith.wording import plural
 
 STATUS_STYLE = {
     "correct": "bold green",
@@ -25,38 +29,71 @@ STATUS_STYLE = {
 }
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value * 1e3:.1f} µs" if value < 1 else f"{value:.3f} ms"
+# Lines of a solution's printed output shown at its start and at its end (the verdict's JSON keeps more).
+OUTPUT_HEAD_LINES = 8
+OUTPUT_TAIL_LINES = 8
+# Lines of a compiler's log shown under a compile error (its first errors are at its start).
+COMPILE_LOG_LINES = 15
+# Statuses whose traceback (the solution's frames only) helps the author.
+TRACEBACK_STATUSES = ("compile_error", "runtime_error")
 
 
-def _config_text(config: dict[str, Any] | str) -> str:
-    return config if isinstance(config, str) else (json.dumps(config)[1:-1] or "(default)")
+def _config_table(verdict: Verdict) -> Table:
+    """One row per config; the columns that say something for this verdict (times only when timed,
+    a status column only when some config failed)."""
+    configs = verdict.configs
+    columns: list[tuple[str, Callable[[ConfigResult], str]]] = [
+        ("#", lambda r: str(r.index)),
+        ("config", lambda r: config_text(r.config)),
+    ]
+    if any(r.status != "correct" for r in configs):
+        columns.append(("status", lambda r: f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]"))
+    columns.append(("rel err", lambda r: "–" if r.rel_err is None else f"{r.rel_err:.1e}"))
+    if any(r.time_ms is not None for r in configs):
+        columns += [
+            ("time", lambda r: milliseconds(r.time_ms)),
+            (verdict.baseline.removesuffix(" PyTorch"), lambda r: milliseconds(r.baseline_ms)),
+            ("speedup", lambda r: "–" if r.speedup is None else f"{r.speedup:.2f}x"),
+        ]
+    if any(r.sol_pct is not None for r in configs):
+        columns.append(("% SOL", lambda r: "–" if r.sol_pct is None else f"{r.sol_pct:.1f}"))
+    table = plain_table()
+    for name, _ in columns:
+        if name == "config":
+            table.add_column(name, overflow="fold", ratio=1)
+        else:
+            table.add_column(name, no_wrap=True, justify="left" if name == "status" else "right")
+    for result in configs:
+        table.add_row(*(cell(result) for _, cell in columns))
+    return table
+
+
+def _head_and_tail(text: str, head: int, tail: int) -> str:
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= head + tail:
+        return "\n".join(lines)
+    left_out = len(lines) - head - tail
+    return "\n".join([*lines[:head], f"[… {plural(left_out, 'line')} …]", *lines[len(lines) - tail :]])
+
+
+def _block(console: Console, title: str, text: str) -> None:
+    """Text the solution or its compiler wrote, framed and titled so it is not read as the judge's."""
+    body = Text(text, style="dim", overflow="fold")
+    console.print(Panel(body, title=title, title_align="left", box=box.ROUNDED, expand=False))
 
 
 def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
-    """The verdict as a short header and one row per config."""
+    """The verdict as a short header and one row per config, then what the solution printed."""
     console = console or Console()
     style = STATUS_STYLE.get(verdict.status, "bold")
-    console.print(f"[{style}]{verdict.status}[/]  {verdict.reason}", highlight=False)
-    console.print(f"[dim]{verdict.task} · {verdict.solution} · {verdict.device} · {verdict.wall_s:.1f} s[/]")
+    console.print(f"[{style}]{verdict.status}[/]  {escape(verdict.reason)}", highlight=False)
+    console.print(
+        escape(f"{verdict.task} · {verdict.solution} · {verdict.device} · {verdict.wall_s:.1f} s"),
+        style="dim",
+        highlight=False,
+    )
     if verdict.configs:
-        table = Table(show_edge=False, pad_edge=False)
-        for column in ("#", "config", "status", "rel err", "time", verdict.baseline, "speedup", "% SOL"):
-            table.add_column(column, justify="left" if column in {"config", "status"} else "right")
-        for result in verdict.configs:
-            table.add_row(
-                str(result.index),
-                _config_text(result.config),
-                f"[{STATUS_STYLE.get(result.status, '')}]{result.status}[/]",
-                "–" if result.rel_err is None else f"{result.rel_err:.1e}",
-                _ms(result.time_ms),
-                _ms(result.baseline_ms),
-                "–" if result.speedup is None else f"{result.speedup:.2f}x",
-                "–" if result.sol_pct is None else f"{result.sol_pct:.1f}",
-            )
-        console.print(table)
+        console.print(_config_table(verdict))
     others = [f"{s:.2f}x {BASELINES[n]}" for n, s in verdict.speedups.items() if n != "eager"]
     if others:
         console.print(f"[dim]also {', '.join(others)} (geometric means)[/]")
@@ -65,11 +102,19 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
         sol = "; % SOL: of this device's measured peaks (cudasmith device)" if verdict.peaks else ""
         console.print(f"[dim]timed with {verdict.timing.get('l2_state')} L2{graph}{sol}[/]")
     for skipped in verdict.skipped_configs:
-        console.print(f"[dim]skipped config {skipped['index']}: {skipped['reason']}[/]")
+        console.print(f"[dim]skipped config {skipped['index']}: {escape(skipped['reason'])}[/]")
     for note in verdict.notes:
-        console.print(f"[dim]note: {note}[/]")
-    if verdict.status == "compile_error" and verdict.artifacts.get("traceback"):
-        console.print(f"[dim]{verdict.artifacts['traceback'].strip()[-1500:]}[/]", highlight=False)
+        console.print(f"[dim]note: {escape(note)}[/]")
+    artifacts = verdict.artifacts
+    if verdict.status in TRACEBACK_STATUSES and artifacts.get("traceback", "").strip():
+        _block(console, "the solution's traceback", artifacts["traceback"].strip())
+    log = artifacts.get("compile_log", "").strip()
+    if verdict.status == "compile_error" and len(log.splitlines()) > 1:
+        _block(console, "compiler output", _head_and_tail(log, COMPILE_LOG_LINES, 0))
+    for stream in ("stdout", "stderr"):
+        if artifacts.get(stream, "").strip():
+            title = f"printed by the solution ({stream}), first and last lines"
+            _block(console, title, _head_and_tail(artifacts[stream], OUTPUT_HEAD_LINES, OUTPUT_TAIL_LINES))
 
 
 def print_summary(verdicts: list[Verdict], console: Console | None = None) -> None:
@@ -80,7 +125,7 @@ def print_summary(verdicts: list[Verdict], console: Console | None = None) -> No
         table.add_column(column, justify="left" if column in {"solution", "status"} else "right")
     for verdict in verdicts:
         table.add_row(
-            verdict.solution,
+            escape(verdict.solution),
             f"[{STATUS_STYLE.get(verdict.status, '')}]{verdict.status}[/]",
             "–" if verdict.speedup is None else f"{verdict.speedup:.2f}x",
             f"{verdict.wall_s:.1f} s",

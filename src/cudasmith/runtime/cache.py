@@ -1,19 +1,81 @@
-"""The on-disk cache of compiled kernels, shared by every worker process of a machine."""
+"""The on-disk cache (compiled kernels, baseline times, device measurements), shared by every process of
+a machine: ~/.cache/cudasmith, or wherever CUDASMITH_CACHE points. Each kind lives in its own folder."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+
+from cudasmith.errors import UsageError
+
+# What each kind of cache folder holds, as `cudasmith cache` describes it.
+CACHE_KINDS = {
+    "cuda": "CUDA kernels compiled by NVRTC (compile_cuda)",
+    "cpu": "C and C++ kernels compiled by the system compiler (compile_c)",
+    "baselines": "the last session's baseline times per task, config and device, shown beside fresh ones",
+    "device": "measured device peaks and the calibrated kernel launch cost",
+}
+
+
+def cache_root() -> Path:
+    """The cache's folder (not created here): $CUDASMITH_CACHE, else ~/.cache/cudasmith."""
+    return Path(os.environ.get("CUDASMITH_CACHE") or Path.home() / ".cache" / "cudasmith")
 
 
 def cache_dir(kind: str) -> Path:
     """The directory for one kind of cached artefact; CUDASMITH_CACHE moves the whole cache."""
-    root = Path(os.environ.get("CUDASMITH_CACHE") or Path.home() / ".cache" / "cudasmith")
-    path = root / kind
+    path = cache_root() / kind
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@dataclass(frozen=True)
+class CacheKind:
+    """One kind of cached artefact as it is on disk now."""
+
+    kind: str
+    path: Path
+    files: int
+    bytes: int
+    holds: str
+
+
+def cache_usage() -> list[CacheKind]:
+    """Every kind of artefact in the cache (known kinds first, each even when empty), with its size."""
+    root = cache_root()
+    present = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    usage = []
+    for kind in [*CACHE_KINDS, *(k for k in present if k not in CACHE_KINDS)]:
+        files = [f for f in (root / kind).rglob("*") if f.is_file()] if kind in present else []
+        size = sum(f.stat().st_size for f in files)
+        usage.append(
+            CacheKind(kind, root / kind, len(files), size, CACHE_KINDS.get(kind, "(not known here)"))
+        )
+    return usage
+
+
+def clear_cache(kind: str | None = None) -> int:
+    """Delete the cached artefacts of one kind (every kind for None); returns the bytes freed. The
+    folders stay, so processes writing into them meanwhile are not broken."""
+    usage = cache_usage()
+    if kind is not None and kind not in {entry.kind for entry in usage}:
+        known = ", ".join(entry.kind for entry in usage)
+        raise UsageError(f"no cache kind {kind!r}; the kinds are {known}")
+    freed = 0
+    for entry in usage:
+        if kind is not None and entry.kind != kind:
+            continue
+        for item in entry.path.iterdir() if entry.path.is_dir() else []:
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item, ignore_errors=True)
+            else:
+                item.unlink(missing_ok=True)
+        freed += entry.bytes
+    return freed
 
 
 def content_key(*parts: str | bytes) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -17,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cudasmith.device import usable_device
 from cudasmith.errors import BudgetExhausted, LLMError, UsageError
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import Verdict
@@ -27,6 +29,7 @@ from cudasmith.search.hardware import Hardware
 from cudasmith.search.parsing import ParsedAnswer
 from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.tasks.problem import Problem
+from cudasmith.wording import plural
 
 # Run directories (and the run store) go here unless told otherwise.
 RUNS_DIR = Path("runs")
@@ -101,28 +104,11 @@ def new_run_dir(root: Path, kind: str = "ask") -> Path:
     return path
 
 
-def load_problem_or_task(problem: Problem | str | Path) -> Problem:
-    """A loaded problem, a problem file's path, or a built-in task's name, as a Problem."""
-    from cudasmith.tasks.problem import load_problem, load_task
+def load_problem_or_task(problem: Problem | str | Path, problem_dir: str | Path | None = None) -> Problem:
+    """A loaded problem, a problem file's path, or a task's name (built-in, or of `problem_dir`)."""
+    from cudasmith.tasks.lookup import find_named
 
-    if isinstance(problem, Problem):
-        return problem
-    path = Path(problem)
-    return (
-        load_problem(path)
-        if isinstance(problem, Path) or path.suffix == ".py" or path.is_file()
-        else load_task(str(problem))
-    )
-
-
-def check_device(device: str) -> None:
-    """A one-line UsageError for a device that is not cuda, cuda:N or cpu, or a GPU that is not here."""
-    import torch
-
-    if device not in ("cuda", "cpu") and not device.startswith("cuda:"):
-        raise UsageError(f"device must be 'cuda' or 'cpu', not {device!r}")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError("no CUDA GPU is visible here; use --device cpu (C kernels) or run on a GPU machine")
+    return problem if isinstance(problem, Problem) else find_named(problem, problem_dir)
 
 
 def _candidate_file(key: str, candidate_id: int) -> str:
@@ -164,11 +150,11 @@ def ask(
     hardware: Hardware | None = None,
     progress: Progress | None = None,
 ) -> AskResult:
-    """Ask `model` for `n` solutions of `problem` (or improvements of `parent`) and judge each on `device`.
+    """Ask `model` for `n` solutions of `problem` (or improvements of `parent`) and judge each on `device`
+    (by default the GPU, or the CPU when no GPU is visible: the prompt then asks for C kernels).
 
     result = cudasmith.ask("level1/softmax", "openai:gpt-5-mini", n=4, device="cpu")
     """
-    from cudasmith.api import default_device
     from cudasmith.device import software_versions
     from cudasmith.hardware import device_name
     from cudasmith.harness.version import harness_version
@@ -185,8 +171,7 @@ def ask(
     if n < 1:
         raise UsageError("n must be at least 1")
     problem = load_problem_or_task(problem)
-    device = device or default_device()
-    check_device(device)
+    device = usable_device(device)
     config = config or load_llm_config()
     spec = model or config.default_model()
     client = make_client(spec, config)  # first: a missing key or SDK fails before any work
@@ -223,7 +208,7 @@ def ask(
         )
     )
     context = SearchContext(problem, device, builder, hardware, settings, seed, tunables=False)
-    report(f"asking {spec} for {n} answer{'s' if n > 1 else ''}", 0, n + 1)
+    report(f"asking {spec} for {plural(n, 'answer')}", 0, n + 1)
 
     def judged(snapshot: Any) -> None:
         report(f"judged {snapshot.judged} of {n} answers", snapshot.judged, n + 1)
@@ -247,11 +232,14 @@ def ask(
         )
         outcome = asyncio.run(drive(search))
     candidates = _candidates(search, run_dir)
-    store.update_run(run.id, status="finished", stop_reason=outcome.stop_reason)
     if not candidates and outcome.failures:
+        # A run that got no answer holds only the prompt, which `cudasmith prompt` prints again.
         failure = outcome.failures[0]
+        store.update_run(run.id, status="failed", stop_reason=f"{failure}"[:500])
+        shutil.rmtree(run_dir, ignore_errors=True)
         kind = BudgetExhausted if isinstance(failure, BudgetExhausted) else LLMError
-        raise kind(f"{failure} (the prompt is kept in {run_dir})")
+        raise kind(f"{failure} (no run directory is left)")
+    store.update_run(run.id, status="finished", stop_reason=outcome.stop_reason)
     result = AskResult(
         run_dir=run_dir,
         model=spec,

@@ -24,6 +24,10 @@ from cudasmith.search.hardware import Hardware, describe_hardware
 from cudasmith.tasks.problem import FLOAT_DTYPES, Problem, load_module
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
+# Said under the configs of a problem that has hidden ones, and only then.
+HIDDEN_CONFIGS_LINE = (
+    "Hidden configs with other sizes (odd ones included) are checked too: handle every valid shape."
+)
 # The sections of the user message, in order; `contract` is contract_cuda or contract_cpu by device.
 FIRST_SECTIONS = ("task", "hardware", "rules", "contract", "answer")
 REFINE_SECTIONS = ("task", "hardware", "rules", "contract", "refine")
@@ -108,17 +112,46 @@ def _describe_inputs(module: Any, config: dict[str, Any]) -> str | None:
 
 
 def configs_block(problem: Problem) -> str:
-    """One line per public config, with the shapes of its inputs where they can be worked out."""
+    """How inputs are made, one line per public config with its input shapes where they can be worked
+    out, and, only when the problem has hidden configs, that they exist."""
     try:
         module = load_module(problem.path, "problem")
     except Exception:
         module = None
-    lines = []
-    for index, config in enumerate(problem.configs):
-        shapes = _describe_inputs(module, config) if module is not None else None
-        text = json.dumps(config) if config else "(no settings)"
-        lines.append(f"- config {index}: `{text}`" + (f": inputs {shapes}" if shapes else ""))
-    return "\n".join(lines) + "\n"
+    if problem.configs == ({},):
+        shapes = _describe_inputs(module, {}) if module is not None else None
+        lines = [
+            "`get_init_inputs()` gives the constructor's arguments and `get_inputs()` the arguments of "
+            "`forward`" + (f": inputs {shapes}." if shapes else ".")
+        ]
+    else:
+        lines = [
+            "`get_init_inputs(**config)` gives the constructor's arguments and `get_inputs(**config)` the "
+            "arguments of `forward`, for each config:",
+            "",
+        ]
+        for index, config in enumerate(problem.configs):
+            shapes = _describe_inputs(module, config) if module is not None else None
+            lines.append(
+                f"- config {index}: `{json.dumps(config)}`" + (f": inputs {shapes}" if shapes else "")
+            )
+    if problem.hidden_configs:
+        lines += ["", HIDDEN_CONFIGS_LINE]
+    return "\n".join(lines)
+
+
+def shape_texts(problem: Problem) -> dict[str, str]:
+    """What the system prompt and the rules say about shapes: hidden configs are promised only where the
+    problem has them (a KernelBench file has none)."""
+    if problem.hidden_configs:
+        return {
+            "checked_shapes": "every shape (some shapes are hidden from you)",
+            "shape_rule": "No special cases for the shapes shown: hidden configs use others.",
+        }
+    return {
+        "checked_shapes": "the shapes shown",
+        "shape_rule": "No special cases for the shapes shown: the code must hold for any valid shape.",
+    }
 
 
 def correctness_block(problem: Problem) -> str:
@@ -202,6 +235,7 @@ class PromptBuilder:
                 "description": problem.description or "(no description: the reference says what it computes)",
                 "reference_source": public_source(problem),
                 "configs": configs_block(problem),
+                **shape_texts(problem),
                 "correctness": correctness_block(problem),
                 "hardware": hardware.block(),
                 "device_name": hardware.name,

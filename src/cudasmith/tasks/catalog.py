@@ -23,6 +23,12 @@ def level_of(name: str) -> str:
     return name.rsplit("/", 1)[0] if "/" in name else ""
 
 
+def in_level(name: str, level: str) -> bool:
+    """Whether task `name` is in `level`: 'level1' holds level1/x and kernelbench/level1/x."""
+    wanted, found = level.strip("/"), level_of(name)
+    return found == wanted or found.endswith(f"/{wanted}")
+
+
 def baselines(problem: Problem) -> list[str]:
     """What a candidate is timed against: eager PyTorch, torch.compile (two modes), and the EXPERT if any."""
     return [*BASELINES, *(["expert"] if problem.expert else [])]

@@ -1,0 +1,204 @@
+"""Tables read well at 80 columns and when piped: nothing is cut, configs read `rows=8 cols=1000`, and
+what a solution printed or raised is shown as the solution's."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.llm.base import Completion
+from cudasmith.llm.client import Usage
+from cudasmith.report.ask_table import print_ask
+from cudasmith.report.formats import config_text, milliseconds
+from cudasmith.report.verdict_table import print_verdict
+from cudasmith.search.ask import AskResult, Candidate
+from cudasmith.search.parsing import ParsedAnswer
+
+from conftest import SOLUTIONS
+
+WIDTH = 80
+
+
+def rendered(print_table: Callable[..., None], *args: object) -> str:
+    """What a table prints on an 80-column console."""
+    out = io.StringIO()
+    print_table(*args, console=Console(file=out, width=WIDTH, emoji=False))
+    return out.getvalue()
+
+
+def assert_fits(text: str) -> None:
+    assert text.strip()
+    too_wide = [line for line in text.splitlines() if len(line.rstrip()) > WIDTH]
+    assert not too_wide, too_wide
+    assert "…" not in re.sub(r"\[… .* …\]", "", text), "nothing is cut short"
+
+
+def piped(*args: str) -> str:
+    """The command's stdout when piped, as `cudasmith … | less` sees it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    result = subprocess.run(
+        [sys.executable, "-m", "cudasmith", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def timed_verdict() -> Verdict:
+    configs = [
+        ConfigResult(
+            0,
+            {"rows": 8, "cols": 1000},
+            False,
+            rel_err=3.4e-8,
+            time_ms=0.1027,
+            baseline_ms=0.0463,
+            speedup=0.45,
+            sol_pct=1.0,
+        ),
+        ConfigResult(
+            1,
+            {"rows": 1021, "cols": 4097},
+            False,
+            rel_err=3.1e-8,
+            time_ms=12.558,
+            baseline_ms=1.579,
+            speedup=0.13,
+            sol_pct=5.5,
+        ),
+        ConfigResult(
+            3, "hidden#0", True, rel_err=3.2e-8, time_ms=117.139, baseline_ms=18.79, speedup=0.16, sol_pct=3.8
+        ),
+    ]
+    return Verdict(
+        status="correct",
+        reason="correct on 3 configs, 12 input sets; 0.21x eager PyTorch (geometric mean)",
+        task="level1/softmax",
+        solution="examples/softmax_cpu.py",
+        device="AMD EPYC 9454 48-Core Processor (2 cores)",
+        speedup=0.21,
+        configs=configs,
+        timing={"l2_state": "cold"},
+    )
+
+
+def test_config_text_is_compact() -> None:
+    assert config_text({"rows": 8, "cols": 1000}) == "rows=8 cols=1000"
+    assert config_text({"shape": [2, 3], "mode": "mean", "bias": True}) == "shape=[2,3] mode=mean bias=true"
+    assert config_text({}) == "(default)" and config_text("hidden#0") == "hidden#0"
+    assert [milliseconds(v) for v in (4.3e-5, 0.1027, 12.558, 1530.0)] == [
+        "43 ns",
+        "102.7 µs",
+        "12.56 ms",
+        "1.53 s",
+    ]
+
+
+def test_a_timed_verdict_fits_80_columns_with_whole_configs() -> None:
+    text = rendered(print_verdict, timed_verdict())
+    assert_fits(text)
+    assert "rows=1021 cols=4097" in text and "hidden#0" in text and "12.56 ms" in text
+    header = next(line for line in text.splitlines() if line.startswith("#"))
+    assert "status" not in header, "every config is correct: no status column"
+
+
+def test_a_failing_verdict_shows_status_and_the_solutions_traceback_and_output() -> None:
+    verdict = Verdict(
+        status="runtime_error",
+        reason="config 0 {'n': 1000}: ValueError: not yet (solution.py:8 in forward)",
+        task="level1/vector_add",
+        solution="solution.py",
+        device="cpu",
+        configs=[ConfigResult(0, {"n": 1000}, False, status="runtime_error")],
+        artifacts={
+            "traceback": 'Traceback (most recent call last):\n  File "solution.py", line 8, in forward\nValueError: not yet',
+            "stdout": "".join(f"step {i}\n" for i in range(100)),
+        },
+    )
+    text = rendered(print_verdict, verdict)
+    assert_fits(text)
+    assert any(
+        line.startswith("0 ") and "n=1000" in line and "runtime_error" in line for line in text.splitlines()
+    )
+    assert "the solution's traceback" in text and 'File "solution.py", line 8' in text
+    assert "printed by the solution (stdout), first and last lines" in text
+    assert "step 0" in text and "step 7" in text and "[… 84 lines …]" in text and "step 99" in text
+    assert "step 50" not in text
+
+
+def test_the_ask_table_wraps_reasons_at_80_columns(tmp_path: Path) -> None:
+    wrong = Verdict(
+        "incorrect",
+        "config 0 {'rows': 8, 'cols': 1000}: 7790 of 8000 values differ (first at [0, 0]: expected 0.000118991, got 0.000465857)",
+        "level1/softmax",
+        "c.py",
+        "cpu",
+    )
+    candidates = [
+        Candidate(
+            0,
+            Completion("…", "stop", "fake", 3000, 900),
+            ParsedAnswer("x", "", "fenced"),
+            timed_verdict(),
+            None,
+        ),
+        Candidate(
+            1, Completion("…", "length", "fake", 3000, 12000), ParsedAnswer("x", "", "fenced"), wrong, None
+        ),
+    ]
+    result = AskResult(
+        tmp_path / "ask-1",
+        "openai:fake",
+        "level1/softmax",
+        "cpu",
+        candidates,
+        Usage(1, 2, 6000, 12900),
+        [],
+        3.0,
+    )
+    text = rendered(print_ask, result)
+    assert_fits(text)
+    assert "0.000465857" in text and "12,000" in text
+    assert "2 answers in 1 call" in text
+
+
+def test_task_listing_piped_keeps_whole_descriptions() -> None:
+    text = piped("tasks", "--level", "apps")
+    assert_fits(text)
+    flowing = " ".join(text.split())
+    assert "apps/bfs" in flowing
+    assert "Breadth-first search distances from a source on a directed CSR graph" in flowing
+    assert "10 tasks (apps 10)" in flowing
+
+
+def test_show_piped_keeps_whole_configs() -> None:
+    text = piped("show", "level1/softmax", "--no-source", "--device", "cpu")
+    assert_fits(text)
+    assert "rows=1021 cols=4097" in text and "hidden" in text
+
+
+def test_eval_table_at_80_columns_end_to_end() -> None:
+    text = piped(
+        "eval",
+        str(SOLUTIONS / "vector_add_prints.py"),
+        "--task",
+        "level1/vector_add",
+        "--device",
+        "cpu",
+        "--no-timing",
+    )
+    assert_fits(text)
+    assert "n=1048573" in text and "forward on 1000 values" in text
+    assert "printed by the solution (stderr)" in text and "a warning of the solution's own" in text
