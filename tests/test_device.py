@@ -74,7 +74,7 @@ def test_device_command_refuses_an_unknown_device() -> None:
     assert bad.returncode == 2 and "device must be" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def _peaks(bandwidth: float, fp32: float) -> DevicePeaks:
+def _measured(bandwidth: float, fp32: float) -> DevicePeaks:
     return DevicePeaks("CPU", "cpu", bandwidth, {"float32": fp32}, {"float32": fp32 / 2}, 32 * 2**20,
                        versions=software_versions())  # fmt: skip
 
@@ -86,12 +86,12 @@ def test_peaks_are_the_best_of_repeats_and_a_noisy_set_is_not_cached(
     from cudasmith.device import speed_of_light
 
     monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
-    quiet = iter([_peaks(100.0, 1.0), _peaks(98.0, 1.2), _peaks(99.0, 0.9)])
+    quiet = iter([_measured(100.0, 1.0), _measured(98.0, 1.2), _measured(99.0, 0.9)])
     monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(quiet))
     best = device.ensure_peaks("cpu", remeasure=True)
     assert best.memory_gb_per_s == 100.0 and best.matrix_tflops["float32"] == 1.2
     assert load_peaks("cpu", name="CPU") == best  # repeats agree: cached
-    busy = iter([_peaks(100.0, 1.0), _peaks(40.0, 1.0), _peaks(95.0, 1.0)])
+    busy = iter([_measured(100.0, 1.0), _measured(40.0, 1.0), _measured(95.0, 1.0)])
     monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(busy))
     again = device.ensure_peaks("cpu", remeasure=True)
     assert again.memory_gb_per_s == 100.0

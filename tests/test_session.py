@@ -143,13 +143,12 @@ def test_verdicts_round_trip_through_json_with_typed_statuses() -> None:
         Verdict.from_dict({"status": "harness_error", "reason": "x"})
 
 
-def test_a_session_costs_at_most_a_fraction_of_one_shot_evaluations() -> None:
-    """Three honest candidates, one-shot and in a session, side by side (benchmarks/session_cpu.py)."""
+def test_the_session_benchmark_judges_alike_one_shot_and_in_a_session() -> None:
+    """benchmarks/session_cpu.py runs, and both ways call the same honest candidates correct (what a
+    session saves is that benchmark's table, not this test's business)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from session_cpu import measure
 
     separate, together = measure(quick=True)
-    assert all(s == "correct" for s in separate.statuses + together.statuses)
-    ratio = separate.seconds / together.seconds
-    print(f"one-shot {separate.seconds:.1f} s, session {together.seconds:.1f} s: 1/{ratio:.2f}")
-    assert ratio >= 2.5, f"a session of three cost 1/{ratio:.2f} of three one-shot evaluations"
+    assert separate.statuses == together.statuses == ["correct"] * len(separate.statuses)
+    assert separate.seconds > 0 and together.seconds > 0
