@@ -193,16 +193,25 @@ def kernelbench_ms(launch: Callable[[], None], device: str) -> float:
     return statistics.fmean(times)
 
 
+# --min-sampling-s: the protocol's shortest sampling time replaced, to see what a shorter one costs in
+# agreement across processes and in sensitivity (None: the protocol's own).
+MIN_SAMPLING_S: float | None = None
+
+
 def plan_for(device: str, quick: bool) -> Any:
+    from dataclasses import replace
+
     from cudasmith.timing.protocol import TimingPlan, default_plan
 
     if quick:
-        return TimingPlan(warmup_ms=5.0, min_sampling_s=0.02, max_seconds=0.2)
-    if device.startswith("cuda"):
+        plan = TimingPlan(warmup_ms=5.0, min_sampling_s=0.02, max_seconds=0.2)
+    elif device.startswith("cuda"):
         from cudasmith.device.launch_cost import calibrated_launch_us
 
-        return default_plan(device, launch_us=calibrated_launch_us())
-    return default_plan(device)
+        plan = default_plan(device, launch_us=calibrated_launch_us())
+    else:
+        plan = default_plan(device)
+    return plan if MIN_SAMPLING_S is None else replace(plan, min_sampling_s=MIN_SAMPLING_S)
 
 
 def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict[str, Any]:
@@ -466,10 +475,17 @@ def main() -> None:
         "--quick", action="store_true", help="short timing plan: checks the machinery, not the numbers"
     )
     parser.add_argument("--budget-s", type=float, default=BUDGET_S)
+    parser.add_argument(
+        "--min-sampling-s",
+        type=float,
+        help="shortest sampling time of our protocol (default: the protocol's), to try a shorter one",
+    )
     parser.add_argument("--json", type=Path, help="write every number here")
     parser.add_argument("--child", choices=("measure", "sensitivity", "ncu-target"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global MIN_SAMPLING_S
+    MIN_SAMPLING_S = args.min_sampling_s
     kernels = GPU_KERNELS if args.device == "cuda" else CPU_KERNELS
     names = GPU_SENSITIVITY if args.device == "cuda" else CPU_SENSITIVITY
     if args.child == "ncu-target":
@@ -497,10 +513,13 @@ def main() -> None:
         "--device",
         args.device,
         *(["--quick"] if args.quick else []),
+        *(["--min-sampling-s", str(args.min_sampling_s)] if args.min_sampling_s is not None else []),
         "--sensitivity-runs",
         str(args.sensitivity_runs),
     ]
     notes: list[str] = []
+    if args.min_sampling_s is not None:
+        notes.append(f"ours sampled for at least {args.min_sampling_s:g} s per kernel (--min-sampling-s)")
 
     def left() -> float:
         return args.budget_s - (time.monotonic() - started)

@@ -152,6 +152,8 @@ def test_time_limit_ends_a_forward_that_never_returns() -> None:
         "--no-timing",
         "--time-limit",
         "10",
+        "--first-call-extra",
+        "0",
         "--json",
     )
     verdict = json.loads(result.stdout)

@@ -118,7 +118,8 @@ def optimize(
 ) -> OptimizeResult:
     """Search for a faster kernel of `problem` (a task name, a problem file or a Problem) with `models`,
     or go on with run `resume`; the best kernel is written to `output` (else the run's directory)."""
-    from cudasmith.search.ask import check_device, load_problem_or_task
+    from cudasmith.device import usable_device
+    from cudasmith.search.ask import load_problem_or_task
 
     llm_config = llm_config or load_llm_config()
     run_store = RunStore(store)
@@ -129,8 +130,6 @@ def optimize(
     else:
         if problem is None:
             raise UsageError("give a task (or a problem file) to optimize, or --resume RUN")
-        from cudasmith.api import default_device
-
         loaded = load_problem_or_task(problem)
         model_specs = [models] if isinstance(models, str) else list(models or [llm_config.default_model()])
         overrides = {"strategy": strategy, "n": n, "depth": depth, "verifier": verifier}
@@ -138,9 +137,9 @@ def optimize(
         config = config.model_copy(update=set_values) if config else load_optimize_config(**set_values)
         if config.strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {config.strategy!r}; known: {', '.join(STRATEGIES)}")
-        options = replace(options or EvalOptions(), device=device or default_device())
+        options = replace(options or EvalOptions(), device=usable_device(device))
         budget_usd = budget if budget is not None else llm_config.budget_usd
-    check_device(options.device)
+    options = replace(options, device=usable_device(options.device))
     if config.weights and len(config.weights) != len(model_specs):
         raise UsageError(f"{len(config.weights)} weights for {len(model_specs)} models")
     shared_budget = Budget(budget_usd)
