@@ -4,6 +4,7 @@ speedups against baselines timed in the session, whatever an earlier session lef
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -152,3 +153,59 @@ def test_the_session_benchmark_judges_alike_one_shot_and_in_a_session() -> None:
     separate, together = measure(quick=True)
     assert separate.statuses == together.statuses == ["correct"] * len(separate.statuses)
     assert separate.seconds > 0 and together.seconds > 0
+
+
+HELPER = '''"""A library installed outside site-packages that looks up its caller, as typing_extensions does."""
+import sys
+
+
+def caller_module() -> str:
+    return sys._getframe(1).f_globals.get("__name__", "?")
+'''
+USES_HELPER = '''import torch
+from torch import nn
+
+import frame_helper
+from cudasmith.runtime import compile_c
+
+SOURCE = r"""
+void vector_add(const float* a, const float* b, float* out, long n) {
+    for (long i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+"""
+vector_add = compile_c(SOURCE, "vector_add")
+
+
+class ModelNew(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        frame_helper.caller_module()
+        out = torch.empty_like(a)
+        vector_add(a.contiguous(), b.contiguous(), out, a.numel())
+        return out
+'''
+
+
+def test_packages_on_the_import_path_are_libraries_but_the_solutions_folder_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package on PYTHONPATH (pip --target, a vendored folder) may read frames as site-packages may;
+    the same module beside the solution, or on PYTHONPATH in the solution's own folder, is the solution's."""
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "frame_helper.py").write_text(HELPER)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "solution.py").write_text(USES_HELPER)
+    beside = tmp_path / "beside"
+    beside.mkdir()
+    (beside / "solution.py").write_text(USES_HELPER)
+    (beside / "frame_helper.py").write_text(HELPER)
+    with monkeypatch.context() as patched:
+        patched.setenv("PYTHONPATH", os.pathsep.join([str(library), os.environ.get("PYTHONPATH", "")]))
+        library_verdict = cudasmith.evaluate(outside / "solution.py", task="level1/vector_add", options=QUICK)
+    with monkeypatch.context() as patched:
+        patched.setenv("PYTHONPATH", os.pathsep.join([str(beside), os.environ.get("PYTHONPATH", "")]))
+        beside_verdict = cudasmith.evaluate(beside / "solution.py", task="level1/vector_add", options=QUICK)
+    assert library_verdict.status == Status.CORRECT, library_verdict.reason
+    assert beside_verdict.status == Status.REJECTED
+    assert "sys._getframe" in beside_verdict.reason

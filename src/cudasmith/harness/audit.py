@@ -85,14 +85,26 @@ class Refused(RuntimeError):
     """Raised in the candidate when it reaches for the judge's state."""
 
 
-def trusted_roots(extra_files: tuple[Path, ...] = ()) -> tuple[tuple[str, ...], frozenset[str]]:
-    """Directories whose code is trusted (the standard library, installed packages, cudasmith), and files."""
+def trusted_roots(
+    extra_files: tuple[Path, ...] = (), solution: Path | None = None
+) -> tuple[tuple[str, ...], frozenset[str]]:
+    """Directories whose code is trusted, and files: the standard library, installed packages, cudasmith,
+    and the import path as it was before the solution was loaded (packages on PYTHONPATH, or installed
+    with `pip --target`), except the working directory and any directory holding the solution."""
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
-    roots.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
     roots.add(str(Path(__file__).resolve().parents[1]))  # the cudasmith package
-    normalised = tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
-    return normalised, frozenset(os.path.realpath(str(f)) for f in extra_files)
+    normalised = {os.path.realpath(r) + os.sep for r in roots if r}
+    solution_real = os.path.realpath(solution) if solution is not None else None
+    working = os.path.realpath(os.getcwd()) + os.sep
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        root = os.path.realpath(entry) + os.sep
+        if root == working or (solution_real is not None and solution_real.startswith(root)):
+            continue
+        normalised.add(root)
+    return tuple(sorted(normalised)), frozenset(os.path.realpath(str(f)) for f in extra_files)
 
 
 class Origins:
@@ -156,13 +168,13 @@ class Guard:
         return self.violations[0] if self.violations else None
 
 
-def install(problem_file: Path | None = None) -> Callable[[], str | None]:
+def install(problem_file: Path | None = None, solution: Path | None = None) -> Callable[[], str | None]:
     """Install the audit hook and the tripwires (once per process, before the solution is imported).
 
     Returns a function giving the first refused attempt so far (None when there was none); keep it out of
     module globals, so that only the judge's own frames hold it.
     """
-    roots, files = trusted_roots((problem_file,) if problem_file is not None else ())
+    roots, files = trusted_roots((problem_file,) if problem_file is not None else (), solution)
     guard = Guard(Origins(roots, files))
     originals = _tripwire(guard)
     getframe = sys._getframe

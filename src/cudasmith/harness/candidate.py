@@ -98,9 +98,10 @@ class Candidate:
         self.all_ops_allowed = allowed == "all"
         self.extra_allowed = frozenset() if self.all_ops_allowed else frozenset(allowed)
         if self.defences:
-            self.first_violation = audit.install(self.problem_path)
+            self.first_violation = audit.install(self.problem_path, self.solution_path)
             self.snapshot = Snapshot()
-            self.own = OwnKernels(audit.Origins(*audit.trusted_roots((self.problem_path,))))
+            roots = audit.trusted_roots((self.problem_path,), self.solution_path)
+            self.own = OwnKernels(audit.Origins(*roots))
         self.solution = load_module(self.solution_path, "solution")
         if not isinstance(getattr(self.solution, "ModelNew", None), type):
             raise CandidateFault(Status.RUNTIME_ERROR, "the solution defines no class ModelNew")
