@@ -73,8 +73,10 @@ def test_the_readme_has_the_commands_this_test_expects() -> None:
     commands = readme_commands()
     assert "cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu --json" in commands
     assert "cudasmith cache" in commands and len(commands) >= 15
-    assert len(API_EXAMPLES) == 1 and "cudasmith.evaluate(" in API_EXAMPLES[0]
-    assert 'device="cpu")' in API_EXAMPLES[0], "the example is run untimed by replacing this"
+    assert len(API_EXAMPLES) == 2
+    assert "cudasmith.evaluate(" in API_EXAMPLES[0] and "cudasmith.Judge(" in API_EXAMPLES[1]
+    for example in API_EXAMPLES:
+        assert 'device="cpu")' in example, "the example is run untimed by replacing this"
 
 
 @pytest.mark.parametrize("command", readme_commands())

@@ -18,7 +18,7 @@ from cudasmith.bench.folder import BenchResult, scope
 from cudasmith.errors import UsageError
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.version import harness_version
-from cudasmith.llm import LLMConfig
+from cudasmith.llm import LLMConfig, load_llm_config, make_client
 from cudasmith.report.runs import load_run, task_runs
 from cudasmith.search.config import OptimizeConfig
 from cudasmith.store import Run, RunStore, code_hash, new_run_id, now_iso
@@ -137,6 +137,11 @@ def bench_model(
         if spec.k < 1:
             raise UsageError("-k must be at least 1")
         options = options or EvalOptions()
+    # Every model's client is made first: a missing key or SDK fails in one line before any task starts.
+    llm_config = llm_config or load_llm_config()
+    for model in spec.models:
+        make_client(model, llm_config)
+    if resume is None:
         run = _new_run(store, problems, spec, options)
     settings = {
         "strategy": spec.strategy,
