@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import re
 import sys
 from collections import Counter
@@ -243,13 +244,34 @@ class KernelAudit:
         self.library.update(other.library)
 
 
+# Where the system's and the environment's shared libraries live (a library that torch loads lazily, such
+# as cuBLASLt at the first matmul, comes from one of these or from site-packages). A candidate's compiled
+# extension placed here would only lose its claim to its own kernels.
+SYSTEM_LIBRARY_DIRS = tuple(
+    dict.fromkeys(
+        [
+            "/lib/",
+            "/lib64/",
+            "/usr/lib/",
+            "/usr/lib64/",
+            "/usr/local/cuda",
+            "/usr/local/nvidia/",
+            os.path.join(sys.prefix, "lib") + os.sep,
+            os.path.join(sys.base_prefix, "lib") + os.sep,
+        ]
+    )
+)
+
+
 class OwnKernels:
     """The names of the kernels the candidate's compilers built in this process."""
 
     def __init__(self, origins: Origins) -> None:
+        """Made before the solution is imported: what is mapped by then (the driver, CUPTI, torch's
+        libraries) is not the candidate's, and is never read (libcuda alone takes seconds)."""
         self.origins = origins
         self.names: set[str] = set()
-        self._scanned_binaries: set[str] = set()
+        self._scanned_binaries: set[str] = _mapped_binaries()
 
     def _claim(self, names: Iterable[str]) -> None:
         for name in names:
@@ -264,7 +286,11 @@ class OwnKernels:
         self._claim(compiled_kernel_names())
         self._claim(self._triton_names())
         for path in _mapped_binaries():
-            if path not in self._scanned_binaries and self.origins.of_path(path) == "candidate":
+            if (
+                path not in self._scanned_binaries
+                and not path.startswith(SYSTEM_LIBRARY_DIRS)
+                and self.origins.of_path(path) == "candidate"
+            ):
                 self._scanned_binaries.add(path)
                 self._claim(_names_in_binary(path))
 
