@@ -12,9 +12,9 @@ from typing import Any
 import torch
 
 from cudasmith.errors import CompileError
-from cudasmith.harness.messages import TimeSpec
+from cudasmith.harness.messages import InputSpec, TimeSpec
 from cudasmith.harness.verdict import Status
-from cudasmith.tasks.inputs import input_tensors, make_inputs, tensor_bytes
+from cudasmith.tasks.inputs import drawn_inputs, input_tensors, make_inputs, tensor_bytes
 from cudasmith.tasks.perturb import perturb_inputs
 from cudasmith.timing import clock
 from cudasmith.timing.protocol import CallHooks
@@ -35,6 +35,17 @@ class CandidateFault(Exception):
     def __init__(self, status: Status, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+
+
+def spec_inputs(problem: ModuleType, spec: InputSpec, device: str) -> list[Any]:
+    """The input set `spec` names, made on `device`: the problem's (or the harness's drawn ones), then
+    perturbed where a timed call asks; the reference and the candidate make the same tensors."""
+    inputs = make_inputs(problem, spec.config, spec.input_seed, device)
+    if spec.drawn:
+        inputs = drawn_inputs(inputs, spec.input_seed)
+    if spec.perturb is not None:
+        perturb_inputs(inputs, spec.perturb)
+    return inputs
 
 
 def _where(exc: BaseException, solution: Path | None) -> str:

@@ -23,6 +23,7 @@ from cudasmith.harness.calls import (
     check_unmodified,
     classify,
     pristine,
+    spec_inputs,
     timing_input_sets,
 )
 from cudasmith.harness.messages import InputSpec, TimeSpec
@@ -32,8 +33,7 @@ from cudasmith.harness.tamper import Snapshot, describe
 from cudasmith.harness.transfer import Exporter
 from cudasmith.harness.verdict import Status
 from cudasmith.tasks import perturb
-from cudasmith.tasks.inputs import build_model, drawn_inputs, make_init_inputs, make_inputs
-from cudasmith.tasks.perturb import perturb_inputs
+from cudasmith.tasks.inputs import build_model, make_init_inputs
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
 from cudasmith.timing.protocol import TimingPlan, measure
@@ -152,12 +152,7 @@ class Candidate:
         return self.models[config_index]
 
     def _inputs(self, spec: InputSpec) -> list[Any]:
-        inputs = make_inputs(self.problem, spec.config, spec.input_seed, self.device)
-        if spec.drawn:
-            inputs = drawn_inputs(inputs, spec.input_seed)
-        if spec.perturb is not None:
-            perturb_inputs(inputs, spec.perturb)
-        return inputs
+        return spec_inputs(self.problem, spec, self.device)
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from cudasmith.hardware import device_name
-from cudasmith.harness.calls import TimedCalls, timing_input_sets
+from cudasmith.harness.calls import TimedCalls, spec_inputs, timing_input_sets
 from cudasmith.harness.check import Comparison, judge
 from cudasmith.harness.messages import InputSpec, TimeSpec
 from cudasmith.harness.observe import Observation
@@ -28,14 +28,11 @@ from cudasmith.tasks.inputs import (
     build_model,
     degeneracy,
     describe_config,
-    drawn_inputs,
     input_tensors,
     make_init_inputs,
-    make_inputs,
     tensor_bytes,
     to_float64,
 )
-from cudasmith.tasks.perturb import perturb_inputs
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
 from cudasmith.timing.protocol import TimingPlan, measure
@@ -118,12 +115,7 @@ class ReferenceWorker:
         return self.models[key]
 
     def _inputs(self, spec: InputSpec) -> list[Any]:
-        inputs = make_inputs(self.problem, spec.config, spec.input_seed, self.device)
-        if spec.drawn:
-            inputs = drawn_inputs(inputs, spec.input_seed)
-        if spec.perturb is not None:
-            perturb_inputs(inputs, spec.perturb)
-        return inputs
+        return spec_inputs(self.problem, spec, self.device)
 
     def _call(self, model: Any, inputs: list[Any]) -> list[torch.Tensor]:
         with torch.no_grad():
