@@ -476,18 +476,21 @@ def device_command(
                 peaks = ensure_peaks(device, remeasure=remeasure)
         else:
             peaks = load_peaks(device)
+        # Repeated measurements that disagree (a busy device) are used once, never cached.
+        cached = peaks is not None and load_peaks(device) == peaks
         launch = _launch_cost(device, calibrate, remeasure) if device.startswith("cuda") else None
     if as_json:
         document = {
             "properties": found,
             "peaks": peaks.to_dict() if peaks else None,
+            "peaks_cached": cached,
             "launch_cost": launch if isinstance(launch, str) or launch is None else launch.to_dict(),
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
     from cudasmith.report.device_table import print_device
 
-    print_device(found, peaks, launch=launch)
+    print_device(found, peaks, launch=launch, cached=cached)
 
 
 def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:

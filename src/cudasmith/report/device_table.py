@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cudasmith.device import DevicePeaks
+from cudasmith.device import PEAKS_NOISY_SPREAD, DevicePeaks
 from cudasmith.device.launch_cost import LaunchCost
 
 # How each property is shown: its label and how its value is written.
@@ -32,10 +32,12 @@ def print_device(
     peaks: DevicePeaks | None,
     console: Console | None = None,
     launch: LaunchCost | str | None = None,
+    cached: bool = True,
 ) -> None:
     """Properties first, then the measured peaks (or how to measure them) and the launch cost.
 
-    `launch`: the calibrated launch cost, or why there is none (GPU only).
+    `launch`: the calibrated launch cost, or why there is none (GPU only); `cached`: False when the
+    peaks' repeated measurements disagreed, so that they were not kept for verdicts.
     """
     console = console or Console()
     table = Table(show_edge=False, pad_edge=False, show_header=False)
@@ -63,6 +65,11 @@ def print_device(
         console.print(rates)
         versions = ", ".join(f"{k} {v}" for k, v in peaks.versions.items() if v)
         console.print(f"[dim]measured {peaks.measured_at} in {peaks.seconds:.1f} s with {versions}[/]")
+        if not cached:
+            console.print(
+                f"[yellow]not cached: the repeated measurements disagreed by more than "
+                f"{PEAKS_NOISY_SPREAD:.0%} (something else was using the device); measured again next time[/]"
+            )
     if isinstance(launch, LaunchCost):
         console.print(
             f"\nkernel launch cost (added to CUPTI spans): {launch.launch_us:.2f} µs = Nsight Compute "
