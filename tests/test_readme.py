@@ -45,15 +45,33 @@ def readme_commands() -> list[str]:
     return commands
 
 
+def checkout_view(home: Path) -> Path:
+    """A folder that shows the checkout's files (links to them) and keeps what commands write (reports,
+    exports, run stores) out of the checkout."""
+    view = home / "checkout"
+    if not view.exists():
+        view.mkdir(parents=True)
+        for entry in ROOT.iterdir():
+            if entry.name not in {".git", "runs"}:
+                (view / entry.name).symlink_to(entry)
+    return view
+
+
 def run(command: str, home: Path) -> subprocess.CompletedProcess[str]:
-    """The command through a shell (so `~` expands, into an empty home), `cudasmith` and `python` being
-    this interpreter's."""
+    """The command through a shell (so `~` expands, into an empty home), in a view of the checkout,
+    `cudasmith` and `python` being this interpreter's."""
     command = re.sub(r"^cudasmith\b", f"{sys.executable} -m cudasmith", command)
     command = re.sub(r"^python\b", sys.executable, command)
     env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
     env["HOME"] = str(home)
     return subprocess.run(
-        ["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False
+        ["bash", "-c", command],
+        cwd=checkout_view(home),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
 
 
