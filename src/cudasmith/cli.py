@@ -35,10 +35,11 @@ from cudasmith.cli_common import (
     time_limits,
 )
 from cudasmith.commands.bench import bench_command
+from cudasmith.commands.device import device_command
 from cudasmith.commands.export import export_command
 from cudasmith.commands.optimize import optimize_command
 from cudasmith.commands.report import report_command
-from cudasmith.errors import CudasmithError, UsageError
+from cudasmith.errors import UsageError
 
 app = typer.Typer(
     name="cudasmith",
@@ -439,80 +440,7 @@ def ask_command(
 app.command("optimize")(optimize_command)
 
 
-@app.command("device")
-def device_command(
-    device: DeviceOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object: properties and peaks.")
-    ] = False,
-    remeasure: Annotated[bool, typer.Option("--remeasure", help="Measure again even when cached.")] = False,
-    measure: Annotated[
-        bool, typer.Option("--measure/--no-measure", help="Measure the peaks when none are cached.")
-    ] = True,
-    calibrate: Annotated[
-        bool,
-        typer.Option(
-            "--calibrate/--no-calibrate",
-            help="On a GPU, calibrate the kernel launch cost with Nsight Compute when it is not cached.",
-        ),
-    ] = True,
-) -> None:
-    """Show the device's properties and speed of light: memory bandwidth, FLOP rates per dtype.
-
-    The peaks are measured here (a few seconds), once per device and software versions, and cached;
-    every verdict's roofline and % of speed of light use them. On a GPU with Nsight Compute (ncu)
-    installed, the GPU's cost of starting a kernel, which CUPTI's records leave out, is calibrated too
-    (about a minute) and added to every GPU time from then on.
-
-    Example: [bold]cudasmith device --json[/]
-    """
-    from cudasmith.device import ensure_peaks, load_peaks, properties, usable_device
-
-    with one_line_errors():
-        device = usable_device(device)
-        found = properties(device)
-        if measure or remeasure:
-            with stderr.status("measuring the device's speed of light…", spinner="dots"):
-                peaks = ensure_peaks(device, remeasure=remeasure)
-        else:
-            peaks = load_peaks(device)
-        # Repeated measurements that disagree (a busy device) are used once, never cached.
-        cached = peaks is not None and load_peaks(device) == peaks
-        launch = _launch_cost(device, calibrate, remeasure) if device.startswith("cuda") else None
-    if as_json:
-        document = {
-            "properties": found,
-            "peaks": peaks.to_dict() if peaks else None,
-            "peaks_cached": cached,
-            "launch_cost": launch if isinstance(launch, str) or launch is None else launch.to_dict(),
-        }
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    from cudasmith.report.device_table import print_device
-
-    print_device(found, peaks, launch=launch, cached=cached)
-
-
-def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
-    """The GPU's calibrated launch cost, or why there is none (a line for the table)."""
-    import torch
-
-    from cudasmith.device.launch_cost import ensure_launch_cost, find_ncu, load_launch_cost
-
-    if device.startswith("cuda:"):
-        torch.cuda.set_device(int(device.split(":")[1]))
-    cached = None if remeasure else load_launch_cost()
-    if cached is not None or not calibrate:
-        return cached or "not cached; `cudasmith device --calibrate` calibrates it"
-    if find_ncu() is None:
-        return "Nsight Compute (ncu) is not installed here, so GPU times are bare CUPTI spans"
-    try:
-        with stderr.status("calibrating the kernel launch cost with Nsight Compute…", spinner="dots"):
-            return ensure_launch_cost(remeasure=True)
-    except CudasmithError as exc:
-        return f"{exc} (GPU times are bare CUPTI spans)"
-
-
+app.command("device")(device_command)
 app.command("bench")(guarded(bench_command))
 app.command("report")(guarded(report_command))
 app.command("export")(guarded(export_command))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from cudasmith.device import known_device
 from cudasmith.errors import UsageError
 from cudasmith.timing.protocol import L2_STATES
 
@@ -71,10 +72,7 @@ class EvalOptions:
 
     def validate(self) -> None:
         """Raise UsageError for options that cannot work, with what to do instead."""
-        if self.device not in ("cuda", "cpu") and not self.device.startswith("cuda:"):
-            raise UsageError(f"device must be 'cuda', 'cuda:N' or 'cpu', not {self.device!r}")
-        if self.device.startswith("cuda:") and not self.device[5:].isdigit():
-            raise UsageError(f"device {self.device!r}: the GPU index must be a number, as in cuda:1")
+        known_device(self.device)
         if self.l2_state is not None and self.l2_state not in L2_STATES:
             raise UsageError(f"the L2 state must be one of {', '.join(L2_STATES)}, not {self.l2_state!r}")
         if self.graph and not self.device.startswith("cuda"):

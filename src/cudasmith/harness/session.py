@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from cudasmith.device import DevicePeaks, default_device, software_versions
+from cudasmith.device import DevicePeaks, default_device, software_versions, usable_device
 from cudasmith.errors import HarnessError, UsageError
 from cudasmith.harness.assemble import apply_baselines, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
@@ -55,12 +55,6 @@ def resolve_problem(
     return find_problem(task, problem, problem_dir)  # type: ignore[arg-type]
 
 
-def _gpu_visible() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 class Judge:
     """Judges candidates for one problem on one device; a context manager (close() stops its workers)."""
 
@@ -81,10 +75,7 @@ class Judge:
         base = options or EvalOptions(device=overrides.pop("device", None) or default_device())
         self.options = options = replace(base, **overrides)
         options.validate()
-        if options.on_gpu and not _gpu_visible():
-            raise UsageError(
-                "no CUDA GPU is visible here; use --device cpu (C kernels) or run on a GPU machine"
-            )
+        usable_device(options.device)  # the GPU named is here
         self.progress: Progress = progress or (lambda what, done, total: None)
         self.secret = options.seed if options.seed is not None else secrets.randbits(62)
         self.worker_device = "cuda" if options.on_gpu else "cpu"  # workers see their one GPU as cuda:0
