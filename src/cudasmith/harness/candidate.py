@@ -9,6 +9,7 @@ and the judge's names, threads and observers are checked. Outputs go to the judg
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.tamper import Snapshot, describe
 from cudasmith.harness.transfer import Exporter
 from cudasmith.harness.verdict import Status
+from cudasmith.runtime.cache import extension_root
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import build_model, make_init_inputs
 from cudasmith.tasks.problem import load_module
@@ -50,6 +52,17 @@ def _cpu_own_share(compute_ns: int, samples_ms: list[float]) -> float | None:
     """On the CPU, the share of the timed calls' time outside PyTorch's compute operators."""
     total_ns = sum(samples_ms) * 1e6
     return max(0.0, 1.0 - compute_ns / total_ns) if total_ns > 0 else None
+
+
+def set_build_environment(solution: Path, device: str) -> None:
+    """Where and for what the solution's torch extensions are built: its own folder of the build cache
+    (see extension_root), for this GPU unless a build worker or the user already named the targets."""
+    source = solution.read_text(errors="replace")
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(extension_root(source, os.environ.get("TORCH_EXTENSIONS_DIR")))
+    if device.startswith("cuda") and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        from cudasmith.runtime.cuda import device_arch, torch_arch_list
+
+        os.environ["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(device_arch())
 
 
 class Candidate:
@@ -94,6 +107,7 @@ class Candidate:
     def load(self, request: dict[str, Any]) -> dict[str, Any]:
         """Install the guard, take the snapshot, import the solution."""
         self.solution_path = Path(request["solution"])
+        set_build_environment(self.solution_path, self.device)
         allowed = request.get("allowed_torch_ops", [])
         self.all_ops_allowed = allowed == "all"
         self.extra_allowed = frozenset() if self.all_ops_allowed else frozenset(allowed)

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import torch
 
+from cudasmith.errors import UsageError
 from cudasmith.harness import protocol
 from cudasmith.harness.transfer import sweep_shared
 from cudasmith.harness.verdict import Status
@@ -81,11 +82,25 @@ class OutputCapture:
         return PROFILER_LOG_LINE.sub("", text)
 
 
-def _worker_env(token: str, role: str, defences: bool, gpu_index: int | None) -> dict[str, str]:
+def visible_gpu(gpu_index: int, visible: str | None) -> str:
+    """What CUDA_VISIBLE_DEVICES makes a child see only this process's cuda:`gpu_index`: the index into
+    this process's own CUDA_VISIBLE_DEVICES where it has one (a Ray worker or a user's `2,3`)."""
+    if not visible or not visible.strip():
+        return str(gpu_index)
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    if gpu_index >= len(entries):
+        raise UsageError(f"cuda:{gpu_index} is not visible here (CUDA_VISIBLE_DEVICES={visible})")
+    return entries[gpu_index]
+
+
+def _worker_env(
+    token: str, role: str, defences: bool, gpu_index: int | None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
     env["CUDASMITH_WORKER"] = role
     if gpu_index is not None:  # the worker sees that one GPU, as cuda:0
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
+        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    env.update(extra or {})
     # Every process the worker starts inherits this; a sweep kills whatever carries it at the end.
     env[TOKEN_ENV] = token
     if role == "candidate" and defences:
@@ -130,8 +145,13 @@ class WorkerProcess:
     _ids = itertools.count(1)
 
     def __init__(
-        self, setup: dict[str, Any], memory_limit: int | None = None, gpu_index: int | None = None
+        self,
+        setup: dict[str, Any],
+        memory_limit: int | None = None,
+        gpu_index: int | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
+        """`env`: variables set in the worker beyond this process's own (a build worker's targets)."""
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         status_read, status_write = os.pipe()
@@ -148,7 +168,7 @@ class WorkerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env=_worker_env(self.token, self.role, setup.get("defences", True), gpu_index),
+            env=_worker_env(self.token, self.role, setup.get("defences", True), gpu_index, env),
         )  # fmt: skip
         for fd in (request_read, reply_write, status_write):
             os.close(fd)

@@ -16,6 +16,7 @@ from cudasmith.errors import UsageError
 CACHE_KINDS = {
     "cuda": "CUDA kernels compiled by NVRTC (compile_cuda)",
     "cpu": "C and C++ kernels compiled by the system compiler (compile_c)",
+    "extensions": "torch.utils.cpp_extension builds (load_inline, load), one folder per solution",
     "baselines": "the last session's baseline times per task, config and device, shown beside fresh ones",
     "device": "measured device peaks and the calibrated kernel launch cost",
 }
@@ -76,6 +77,17 @@ def clear_cache(kind: str | None = None) -> int:
                 item.unlink(missing_ok=True)
         freed += entry.bytes
     return freed
+
+
+def extension_root(solution_source: str, base: str | None = None) -> Path:
+    """Where a solution's torch.utils.cpp_extension builds go (TORCH_EXTENSIONS_DIR in its worker).
+
+    One folder per solution's content: torch keys a build by the extension's name alone, so two
+    solutions that both call theirs `my_ext`, judged at once, would load each other's library; one
+    solution's build worker and its judged worker share the folder, so the judged one finds the build.
+    `base`: the user's own TORCH_EXTENSIONS_DIR, under which the folders go instead."""
+    root = Path(base) if base else cache_dir("extensions")
+    return root / content_key("extension", solution_source)[:24]
 
 
 def content_key(*parts: str | bytes) -> str:

@@ -100,6 +100,13 @@ def device_arch(device: int | None = None) -> str:
     return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
 
 
+def torch_arch_list(arch: str) -> str:
+    """TORCH_CUDA_ARCH_LIST for an NVRTC target (sm_90a: 9.0): a build made without the GPU and one
+    made beside it must use the same flags, or torch's build system builds again."""
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
 def _nvrtc_version() -> str:
     _, nvrtc = _bindings()
     major, minor = _check(nvrtc.nvrtcVersion(), "nvrtcVersion")
