@@ -80,9 +80,14 @@ def review(seen: Seen) -> Reply | None:
     return answer(json.dumps(opinion))
 
 
+@pytest.mark.parametrize("executor", ["local", "ray"])
 def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
-    server: FakeLLMServer, tmp_path: Path
+    server: FakeLLMServer, tmp_path: Path, executor: str
 ) -> None:
+    """The same scripted run through either executor: the same best kernel, the same verdicts (the ray
+    case on a Ray instance the run starts and stops; CI installs Ray with .[dev])."""
+    if executor == "ray":
+        pytest.importorskip("ray", reason="the Ray executor needs Ray (pip install 'cudasmith[ray]')")
     server.responder = review
     server.push(*(answer(text) for text in (PROSE, fenced(BROKEN), fenced(WRONG))))
     server.push(*(answer(fenced(source)) for source in (SLOW, FAST, CHEAT)))
@@ -99,6 +104,8 @@ def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
         "-o",
         str(best),
         "--json",
+        "--executor",
+        executor,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment(server))
     assert done.returncode == 0, done.stderr
@@ -110,6 +117,9 @@ def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
     assert summary["stop_reason"] == "all 2 rounds run"
     assert summary["cost"]["usd"] is None and summary["cost"]["unpriced_answers"] == 11, "unknown, not 0"
     assert summary["judge"]["idle_waiting_s"] >= 0 and summary["judged"] == 5
+    lanes = summary["executor"]
+    assert lanes["kind"] == executor and [lane["judged"] for lane in lanes["lanes"]] == [5]
+    assert lanes["builds"]["built"] >= 3, "the C kernels were built ahead (the compile errors fail to)"
     verifier = summary["verifier"]
     assert verifier["precision"] == pytest.approx(2 / 3) and verifier["recall"] == pytest.approx(2 / 3)
     assert (verifier["flagged_but_correct"], verifier["passed_but_failed"]) == (1, 1)

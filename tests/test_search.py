@@ -242,6 +242,7 @@ def test_the_gpu_benchmarks_kernels_compile_with_nvrtc_except_the_broken_one() -
 def test_the_live_panel_and_the_summary_table_say_what_the_run_did(tmp_path: Path) -> None:
     from rich.console import Console
 
+    from cudasmith.exec import ExecutorStats, LaneStats
     from cudasmith.report.optimize_view import print_summary, render_snapshot
     from cudasmith.search.state import Snapshot
     from cudasmith.search.strategies.base import Candidate
@@ -250,13 +251,18 @@ def test_the_live_panel_and_the_summary_table_say_what_the_run_did(tmp_path: Pat
         "correct", "ok", "t", "s.py", "cpu", speedup=2.0, speedups={"eager": 2.0, "compile": 1.25}
     )
     top = Candidate(7, "r1/c0", 1, "refine", verdict=verdict, source="x")
-    snapshot = Snapshot("round 2 of 5", 9, 1, True, 2, top, 0.0123, 12.5, 3.25)
+    lanes = [LaneStats("cuda:0", 5, 45.0), LaneStats("cuda:1", 4, 30.0, judging=True)]
+    stats = ExecutorStats("local", lanes, 50.0, building=1, waiting_for_build=0, ready=2, max_ready=3)
+    snapshot = Snapshot("round 2 of 5", 9, 1, 1, 2, top, 0.0123, 12.5, 3.25, stats)
     console = Console(record=True, width=200)
     console.print(render_snapshot(snapshot, "optimize level1/relu"))
     panel = console.export_text()
     assert "round 2 of 5 · judged 9 · judging 1 · queued 1 · model calls in flight 2" in panel
     assert "best: candidate 7 · 2.00x eager PyTorch, 1.25x torch.compile" in panel
     assert "spent US$0.0123" in panel and "(median) 12.5 s" in panel and "answers 3.2 s" in panel
+    assert (
+        "lanes: local, 2 lanes busy 75% (cuda:0 90%, cuda:1 60%) · ready 2 (at most 3), building 1" in panel
+    )
 
     answers = [solution("correct 1.5"), solution("incorrect")]
     result = search(tmp_path, replay_file(tmp_path / "a.jsonl", answers), n=2, depth=1)
@@ -266,6 +272,7 @@ def test_the_live_panel_and_the_summary_table_say_what_the_run_did(tmp_path: Pat
     assert "best: candidate 1" in table and "correct 1, incorrect 1" in table
     assert "US$0.0000; 0 tokens in, 0 out" in table, "replayed answers cost nothing now"
     assert f"resume with --resume {result.run_id}" in table  # type: ignore[attr-defined]
+    assert "local, 1 lane busy" in table, "the executor's lanes, as the summary keeps them"
 
 
 class FailingJudge(ScriptedJudge):

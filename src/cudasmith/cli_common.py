@@ -196,3 +196,30 @@ VersionOption = Annotated[
     bool,
     typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit."),
 ]
+ExecutorOption = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where candidates are judged: local (a judge session on each GPU here) or ray (sessions as "
+        "Ray actors, on --address or a Ray instance started for the run; pip install 'cudasmith\\[ray]').",
+    ),
+]
+GpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="With --device cuda: the GPUs that judge, one session each: all, a count (2) or, locally, "
+        "indices (0,3) \\[default: all]",
+    ),
+]
+AddressOption = Annotated[
+    str | None,
+    typer.Option("--address", help="A running Ray cluster's address (host:port or ray://host:port)."),
+]
+BuildWorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--build-workers",
+        help="Candidates compiled ahead at once on CPUs (0: none) \\[default: the cores the lanes leave]",
+    ),
+]

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from concurrent.futures import as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cudasmith.bench.layout import SolutionFolder, Submission, discover
 from cudasmith.errors import UsageError
+from cudasmith.exec import Job, Lanes, ProblemRef
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.report.runs import load_run
-from cudasmith.search.judge import Judge, cache_key
-from cudasmith.store import CandidateRecord, Run, RunStore, code_hash, new_run_id
+from cudasmith.search.judge import cache_key
+from cudasmith.store import CacheKey, CandidateRecord, Run, RunStore, code_hash, new_run_id
 from cudasmith.tasks.problem import Problem, load_problem
+from cudasmith.wording import plural
 
 # (what is being judged, kernels done, kernels in all)
 Progress = Callable[[str, int, int], None]
@@ -104,9 +107,10 @@ def judge_pending(
     options: EvalOptions,
     progress: Progress | None = None,
     on_verdict: OnVerdict | None = None,
-) -> None:
-    """Give every candidate of the run without a verdict one (from the cache, else from the judge),
-    one task's judge session at a time."""
+    lanes: Lanes | None = None,
+) -> dict[str, object] | None:
+    """Give every candidate of the run without a verdict one: from the cache, else from the executor's
+    lanes (one judge session per GPU, the tasks spread over them). Returns the executor's statistics."""
     from cudasmith.hardware import device_name
 
     candidates = store.candidates(run.id)
@@ -114,27 +118,48 @@ def judge_pending(
     done = len(candidates) - len(pending)
     loaded: dict[str, Problem] = {}
     name = device_name(options.device)
-    for task in dict.fromkeys(c.meta["task"] for c in pending):
-        problem = next(_problem(c, loaded) for c in pending if c.meta["task"] == task)
+    to_judge: list[tuple[CandidateRecord, Job, CacheKey]] = []
+    for candidate in sorted(pending, key=lambda c: c.meta["task"]):
+        problem = _problem(candidate, loaded)
         key = cache_key(problem, options, name)
-        with Judge(problem=problem, options=options) as judge:
-            for candidate in (c for c in pending if c.meta["task"] == task):
-                path = Path(candidate.path or "")
-                if progress:
-                    progress(f"{task}: {path.name}", done, len(candidates))
-                if not path.is_file() or code_hash(path.read_text(errors="replace")) != candidate.code_hash:
-                    raise UsageError(f"{path} is gone or changed since this bench began; start a new bench")
-                stored = store.cached_verdict(candidate.code_hash or "", key)
-                if stored is not None:
-                    store.use_cached_verdict(candidate.id, stored.id)
-                else:
-                    verdict = judge.judge(path)
-                    store.record_verdict(
-                        candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id, verdict.wall_s
-                    )
-                done += 1
-                if on_verdict:
-                    on_verdict(store.candidate(candidate.id), stored is not None)
+        path = Path(candidate.path or "")
+        if not path.is_file() or code_hash(path.read_text(errors="replace")) != candidate.code_hash:
+            raise UsageError(f"{path} is gone or changed since this bench began; start a new bench")
+        stored = store.cached_verdict(candidate.code_hash or "", key)
+        if stored is None:
+            source = path.read_text(errors="replace")
+            to_judge.append(
+                (
+                    candidate,
+                    Job(candidate.key, ProblemRef.of(problem), options, source, path.name, str(path)),
+                    key,
+                )
+            )
+            continue
+        store.use_cached_verdict(candidate.id, stored.id)
+        done += 1
+        if on_verdict:
+            on_verdict(store.candidate(candidate.id), True)
+    if not to_judge:
+        return None
+    if progress:
+        progress(f"judging {plural(len(to_judge), 'kernel')}", done, len(candidates))
+    with (lanes or Lanes()).make(options.device) as executor:
+        futures = {executor.submit(job): (candidate, key) for candidate, job, key in to_judge}
+        for future in as_completed(futures):
+            candidate, key = futures[future]
+            verdict = future.result()
+            store.record_verdict(
+                candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id, verdict.wall_s
+            )
+            done += 1
+            if progress:
+                progress(
+                    f"{candidate.meta['task']}: {Path(candidate.path or '').name}", done, len(candidates)
+                )
+            if on_verdict:
+                on_verdict(store.candidate(candidate.id), False)
+        return executor.stats().to_dict()
 
 
 def bench_folder(
@@ -145,9 +170,11 @@ def bench_folder(
     resume: str | None = None,
     progress: Progress | None = None,
     on_verdict: OnVerdict | None = None,
+    lanes: Lanes | None = None,
 ) -> BenchResult:
     """Judge every solution in `folder` (either layout; KernelBench's with its checkout `kernelbench`)
-    into a new bench run of `store`, or go on with the bench run `resume`."""
+    into a new bench run of `store`, or go on with the bench run `resume`; on `lanes` (default: a local
+    session on each visible GPU)."""
     if resume is not None:
         run = store.run(resume)
         if run.kind != "bench" or run.strategy != FOLDER_STRATEGY:
@@ -158,16 +185,18 @@ def bench_folder(
             raise UsageError("give a folder of solutions, or --resume RUN")
         found = discover(folder, kernelbench)
         options = options or EvalOptions()
+        (lanes or Lanes()).check(options.device)
         run = _new_run(store, found, options, None if kernelbench is None else Path(kernelbench))
         options = replace(options, seed=run.secret_seed)
         for submission in found.submissions:
             _add(store, run, submission, found.problems[submission.task])
     try:
-        judge_pending(store, run, options, progress, on_verdict)
+        executor = judge_pending(store, run, options, progress, on_verdict, lanes)
     except BaseException:
         store.update_run(run.id, status="stopped", stop_reason="interrupted; --resume goes on")
         raise
-    store.update_run(run.id, status="finished", summary=load_run(store, run.id).summary.to_dict())
+    summary = {**load_run(store, run.id).summary.to_dict(), "executor": executor}
+    store.update_run(run.id, status="finished", summary=summary)
     unmatched = [(path, why) for path, why in run.options.get("unmatched", [])]
     cached = sum(c.verdict_cached for c in store.candidates(run.id))
     return BenchResult(run.id, len(store.verdicts(run.id)), cached, unmatched)

@@ -16,6 +16,7 @@ from typing import Any
 
 from cudasmith.bench.folder import BenchResult, scope
 from cudasmith.errors import UsageError
+from cudasmith.exec import Lanes
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.llm import LLMConfig, load_llm_config, make_client
@@ -122,9 +123,10 @@ def bench_model(
     config: OptimizeConfig | None = None,
     resume: str | None = None,
     on_task: OnTask | None = None,
+    lanes: Lanes | None = None,
 ) -> BenchResult:
     """Run `spec`'s model over `problems`, one search per task, into a new bench run of `store`, or go on
-    with the bench run `resume`."""
+    with the bench run `resume`; each search judges on `lanes` (default: a session on each visible GPU)."""
     from cudasmith.search.optimize import optimize
 
     if resume is not None:
@@ -137,6 +139,7 @@ def bench_model(
         if spec.k < 1:
             raise UsageError("-k must be at least 1")
         options = options or EvalOptions()
+    (lanes or Lanes()).check(options.device)
     # Every model's client is made first: a missing key or SDK fails in one line before any task starts.
     llm_config = llm_config or load_llm_config()
     for model in spec.models:
@@ -151,7 +154,12 @@ def bench_model(
     search_config = (
         config.model_copy(update={k: v for k, v in settings.items() if v is not None}) if config else None
     )
-    common: dict[str, Any] = {"store": store.path, "llm_config": llm_config, "device": options.device}
+    common: dict[str, Any] = {
+        "store": store.path,
+        "llm_config": llm_config,
+        "device": options.device,
+        **(lanes or Lanes()).as_kwargs(),
+    }
     try:
         for index, problem in enumerate(problems):
             search = _search_run(store, run, problem.name)

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from cudasmith.cli_common import AddressOption, BuildWorkersOption, ExecutorOption, GpusOption
 from cudasmith.commands.options import StoreOption
 
 if TYPE_CHECKING:
     from cudasmith.bench.folder import BenchResult, OnVerdict, Progress
     from cudasmith.bench.model import ModelBench
+    from cudasmith.exec import Lanes
     from cudasmith.harness.options import EvalOptions
     from cudasmith.store import CandidateRecord, RunStore
 
@@ -85,6 +87,7 @@ def _bench_model(
     kernelbench: Path | None,
     config: Path | None,
     resume: str | None,
+    lanes: Lanes,
 ) -> BenchResult:
     """A model over the chosen tasks, one search per task, a line as each task's search starts."""
     from cudasmith.bench.model import bench_model
@@ -106,6 +109,7 @@ def _bench_model(
         load_optimize_config(config),
         resume,
         on_task,
+        lanes,
     )
 
 
@@ -177,6 +181,10 @@ def bench_command(
         bool, typer.Option("--json", help="Print the run's numbers as one JSON object.")
     ] = False,
     store: StoreOption = None,
+    executor: ExecutorOption = "local",
+    gpus: GpusOption = None,
+    address: AddressOption = None,
+    build_workers: BuildWorkersOption = None,
 ) -> None:
     """Bench kernels over tasks: a folder of existing solutions, or a model (--model) over a level or
     named tasks. Prints correctness, fast_p against each baseline, speedups, pass@k, % of speed of
@@ -185,7 +193,8 @@ def bench_command(
     Re-judging a KernelBench run says how many of its "correct" kernels hold up (its eval_results.json
     is read when present) and which rule the others broke. Everything goes into the run store;
     `--resume RUN` goes on after a stop, and a kernel judged before (same code, task, device, judge
-    and options) reuses its verdict.
+    and options) reuses its verdict. Every visible GPU judges (one session each; --gpus to choose),
+    --executor ray spreads the sessions over a Ray cluster.
 
     Examples: [bold]cudasmith bench runs/my_run --from KernelBench[/] ·
     [bold]cudasmith bench --model openai:gpt-5-mini --level level1 -k 4[/]
@@ -209,20 +218,27 @@ def bench_command(
         timing=timing,
         baselines=parse_baselines(baselines) if baselines else None,
     )
+    from cudasmith.exec import Lanes
+
+    lanes = Lanes(executor, gpus, address, build_workers)
     with RunStore(store) as opened:
         model_run = resume is not None and opened.run(resume).strategy != FOLDER_STRATEGY
         if model or model_run:
             if folder is not None:
                 raise UsageError("give a folder of solutions or --model, not both")
             spec = ModelBench(tuple(model or ()), strategy, k, depth, budget)
-            result = _bench_model(opened, spec, options, level, task or [], kernelbench, config, resume)
+            result = _bench_model(
+                opened, spec, options, level, task or [], kernelbench, config, resume, lanes
+            )
         else:
             if level is not None or task:
                 raise UsageError(
                     "--level and --task choose tasks for --model; a folder's files name their tasks"
                 )
             with _progress(enabled=stderr.is_terminal) as (progress, on_verdict):
-                result = bench_folder(opened, folder, kernelbench, options, resume, progress, on_verdict)
+                result = bench_folder(
+                    opened, folder, kernelbench, options, resume, progress, on_verdict, lanes
+                )
         view = load_run(opened, result.run_id)
     if as_json:
         sys.stdout.write(json.dumps({"run": result.run_id, **view.summary.to_dict()}, indent=2) + "\n")

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from cudasmith.cli_common import AddressOption, BuildWorkersOption, ExecutorOption, GpusOption
 from cudasmith.errors import UsageError
 
 ModelOption = Annotated[
@@ -57,11 +58,18 @@ def optimize_command(
         Path | None, typer.Option(help="Settings file \\[default: $CUDASMITH_CONFIG, else ./cudasmith.toml]")
     ] = None,
     templates: Annotated[Path | None, typer.Option(help="Directory of prompt templates.")] = None,
+    executor: ExecutorOption = "local",
+    gpus: GpusOption = None,
+    address: AddressOption = None,
+    build_workers: BuildWorkersOption = None,
 ) -> None:
     """Search for a faster kernel of TASK with language models: N candidates per round, D rounds, each
     judged (compile, correctness, timing) and the best seeding the next round (fsr), or islands of
     kernels that evolve (evolve). Everything goes into the run store; --resume RUN goes on after a crash
     without asking or judging anything twice.
+
+    Every visible GPU judges (one session each, --gpus to choose), while CPUs compile candidates ahead;
+    --executor ray spreads the sessions over a Ray cluster.
 
     Exit code 0 when a correct kernel was found, 1 when none was, 2 for bad usage.
 
@@ -103,6 +111,10 @@ def optimize_command(
                 llm_config=load_llm_config(config),
                 options=EvalOptions(seed=seed, seeds_per_config=seeds, timing=timing),
                 templates=templates or templates_from_config(config),
+                executor=executor,
+                gpus=gpus,
+                address=address,
+                build_workers=build_workers,
                 on_change=on_change,
             )
     if as_json:

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from cudasmith.exec.base import describe_executor
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.report.verdict_table import STATUS_STYLE
 from cudasmith.search.state import Snapshot
@@ -33,10 +34,12 @@ def render_snapshot(snapshot: Snapshot, title: str) -> Group:
     lines = [
         Text(title, style="bold"),
         Text(
-            f"{snapshot.progress} · judged {snapshot.judged} · judging {'1' if snapshot.judging else '0'} · "
+            f"{snapshot.progress} · judged {snapshot.judged} · judging {snapshot.judging} · "
             f"queued {snapshot.queued} · model calls in flight {snapshot.calls_in_flight}"
         ),
     ]
+    if snapshot.executor is not None:
+        lines.append(Text(f"lanes: {describe_executor(snapshot.executor.to_dict())}", style="dim"))
     if top is not None and top.verdict is not None:
         sol = top.sol_pct()
         lines.append(
@@ -106,6 +109,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
             f"{summary['judged']} judged, {summary['cached']} from the cache, busy {judge['busy_s']:.1f} s, "
             f"idle waiting for answers {judge['idle_waiting_s']:.1f} s",
         ),
+        *([("lanes", describe_executor(summary["executor"]))] if summary.get("executor") else []),
         ("model calls", f"{llm['calls']} ({llm['failed_calls']} failed), latency {latency}"),
         (
             "cost",

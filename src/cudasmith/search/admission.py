@@ -1,8 +1,8 @@
 """What becomes of a candidate before its strategy hears of it: no solution found (a verdict at once),
 a repeat of an earlier candidate (skipped, never judged), a verdict in the cache, or a place in the
-judge's queue, where the optional verifier's opinion orders it. Then the judge, on a thread of its own,
-and the hardware's facts: ptxas resources (in parallel with judging) and Nsight Compute metrics of each
-new best.
+judge's queue, where the optional verifier's opinion orders it; its build starts at once (see
+exec/prebuild.py). Then the executor's lanes (one judge session per GPU) judge it, and the hardware's
+facts come: ptxas resources (in parallel with judging) and Nsight Compute metrics of each new best.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cudasmith.exec import Job, ProblemRef
 from cudasmith.llm import request_for
 from cudasmith.search.convert import candidate_from_record, no_solution_verdict, request_to_dict
 from cudasmith.search.novelty import NoveltyFilter
@@ -44,7 +45,8 @@ class Admission:
         self.paths: dict[int, Path] = {}
         self.opinions: dict[int, str] = {}
         self.novelty = NoveltyFilter(search.context.config.novelty_threshold)
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="cudasmith-judge")
+        self.problem = ProblemRef.of(search.context.problem)
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="cudasmith-profile")
 
     def admit(self, record: CandidateRecord, near: bool = True) -> None:
         """Take in a new (or, on resume, a stored) candidate."""
@@ -83,6 +85,7 @@ class Admission:
         self.waiting[candidate.id] = candidate
         self.paths[candidate.id] = path
         self.queue.append(candidate.id)
+        self.s.executor.prebuild(self._job(str(candidate.id), candidate.source, path))
         if record.verifier is not None:
             self.opinions[candidate.id] = record.verifier["verdict"]
         elif self.s.verifier is not None:
@@ -110,6 +113,9 @@ class Admission:
         self.s.store.update_candidate(candidate.id, verifier=opinion)
         self.opinions[candidate.id] = opinion["verdict"]
 
+    def _job(self, key: str, source: str, path: Path) -> Job:
+        return Job(key, self.problem, self.s.options, source, path.name, str(path))
+
     def judge_next(self) -> None:
         """Start judging the first candidate of the queue: the verifier's passes, then the unreviewed,
         then its fails, each oldest first."""
@@ -123,12 +129,13 @@ class Admission:
         context, store = self.s.context, self.s.store
         assert candidate.source is not None
         path = self.paths.pop(candidate.id)
+        job = self._job(str(candidate.id), candidate.source, path)
         arch = context.hardware.target
         resources = None
         if context.device.startswith("cuda") and arch:
             resources = asyncio.ensure_future(asyncio.to_thread(ptxas_resources, candidate.source, arch))
         started = time.monotonic()
-        verdict = await loop.run_in_executor(self.pool, self.s.judge.judge, path)
+        verdict = await self.s.executor.judge(job)
         wall_s = time.monotonic() - started
         # Stored at once: a run killed while the facts below are gathered does not judge it again.
         store.record_verdict(
@@ -144,7 +151,9 @@ class Admission:
         if resources is not None and (found := await resources):
             candidate.meta.update(ptxas=[asdict(r) for r in found], arch=arch)
             facts.append(describe_resources(found, arch or ""))
-        if self._is_new_best(candidate) and context.config.profile and context.device.startswith("cuda"):
+        # Nsight Compute runs here, on the run's device: only where the lanes are this machine's GPUs.
+        local_gpu = context.device.startswith("cuda") and self.s.executor.kind == "local"
+        if self._is_new_best(candidate) and context.config.profile and local_gpu:
             profile = await loop.run_in_executor(self.pool, self._profile, candidate, path)
             candidate.meta["profile"] = asdict(profile)
             facts.append(profile.describe())

@@ -156,13 +156,14 @@ def ask(
     result = cudasmith.ask("level1/softmax", "openai:gpt-5-mini", n=4, device="cpu")
     """
     from cudasmith.device import software_versions
+    from cudasmith.exec import make_executor
     from cudasmith.hardware import device_name
     from cudasmith.harness.version import harness_version
     from cudasmith.search.config import OptimizeConfig
     from cudasmith.search.driver import drive
     from cudasmith.search.ensemble import Ensemble
     from cudasmith.search.hardware import describe_hardware
-    from cudasmith.search.judge import Judge, cache_key
+    from cudasmith.search.judge import cache_key
     from cudasmith.search.state import Search
     from cudasmith.search.strategies import OneShot, SearchContext
     from cudasmith.store import Run, RunStore
@@ -213,7 +214,7 @@ def ask(
     def judged(snapshot: Any) -> None:
         report(f"judged {snapshot.judged} of {n} answers", snapshot.judged, n + 1)
 
-    with Judge(problem, options) as judge:
+    with make_executor("local", device) as executor:
         search = Search(
             store=store,
             run=run,
@@ -223,7 +224,8 @@ def ask(
             budget=client.budget,
             ensemble=Ensemble([spec]),
             llm_config=config,
-            judge=judge,
+            executor=executor,
+            options=options,
             cache_key=cache_key(problem, options, run.device_name),
             run_dir=run_dir,
             novelty=False,

@@ -3,7 +3,7 @@ waits for an answer when there is work, and no more calls are made than it can k
 
 A strategy proposes; the driver stores each proposal and call before it is sent, parses the answers
 into candidates and hands them to `admission` (novelty, the evaluation cache, the optional verifier,
-the judge one candidate at a time, the hardware's facts), and tells the strategy when all candidates of
+the executor's lanes, as many candidates at once as it has lanes, the hardware's facts), and tells the strategy when all candidates of
 a proposal are settled. Everything is in the run store as it happens, so a run killed at any point
 resumes (`restore`) with no stored answer asked for again and no stored verdict judged again.
 """
@@ -60,7 +60,7 @@ class Driver:
         try:
             while True:
                 self._fill()
-                if "judge" not in self.tasks.values():
+                while self._judging() < self.s.executor.slots and self.admission.queue:
                     self.admission.judge_next()
                 if not self.tasks:
                     break
@@ -83,13 +83,16 @@ class Driver:
     def _spawn(self, work: Coroutine[Any, Any, None], kind: str) -> None:
         self.tasks[asyncio.ensure_future(work)] = kind
 
+    def _judging(self) -> int:
+        return sum(kind == "judge" for kind in self.tasks.values())
+
     def _calls_in_flight(self) -> int:
         return sum(kind == "propose" for kind in self.tasks.values())
 
     def _judge_waits_for_answers(self) -> bool:
-        """The judge has nothing to do while model calls that will give it work are in flight."""
-        judging = "judge" in self.tasks.values()
-        return not judging and not self.admission.queue and self._calls_in_flight() > 0
+        """A lane of the judge has nothing to do while model calls that will give it work are in flight."""
+        idle_lane = self._judging() < self.s.executor.slots
+        return idle_lane and not self.admission.queue and self._calls_in_flight() > 0
 
     # Proposals and model calls.
 
@@ -292,12 +295,13 @@ class Driver:
                 progress=self.s.strategy.progress(),
                 judged=sum(c.verdict is not None for c in candidates),
                 queued=len(self.admission.queue),
-                judging="judge" in self.tasks.values(),
+                judging=self._judging(),
                 calls_in_flight=self._calls_in_flight(),
                 best=best(candidates),
                 spent_usd=self.s.budget.spent_usd,
                 latency_s=statistics.median(self.latencies) if self.latencies else None,
                 idle_s=self.outcome.judge_idle_waiting_s,
+                executor=self.s.executor.stats(),
             )
         )
 

@@ -7,29 +7,14 @@ every candidate of a search on one task. Tests pass a scripted judge of the same
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from pathlib import Path
-from typing import Protocol
-
+from cudasmith.exec.lane import JudgeFactory, JudgeSession
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.session import Judge
-from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.version import harness_version, judge_options_digest
 from cudasmith.store import CacheKey
 from cudasmith.tasks.problem import Problem
 
 __all__ = ["Judge", "JudgeFactory", "JudgeSession", "cache_key"]
-
-
-class JudgeSession(Protocol):
-    """What the search needs of a judge: one solution file in, its verdict out (slow: seconds)."""
-
-    def judge(self, path: Path) -> Verdict: ...
-
-
-# Makes a session for a problem and options; tests pass a scripted judge instead.
-JudgeFactory = Callable[[Problem, EvalOptions], AbstractContextManager[JudgeSession]]
 
 
 def cache_key(problem: Problem, options: EvalOptions, device_name: str) -> CacheKey:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import CudasmithError, UsageError
+from cudasmith.exec import check_executor, make_executor
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
@@ -22,7 +23,7 @@ from cudasmith.search.config import OptimizeConfig, load_optimize_config
 from cudasmith.search.driver import drive
 from cudasmith.search.ensemble import Ensemble
 from cudasmith.search.hardware import describe_hardware
-from cudasmith.search.judge import Judge, JudgeFactory, cache_key
+from cudasmith.search.judge import JudgeFactory, cache_key
 from cudasmith.search.prompts import PromptBuilder
 from cudasmith.search.state import Search, Snapshot
 from cudasmith.search.strategies import STRATEGIES, SearchContext, best
@@ -113,11 +114,19 @@ def optimize(
     llm_config: LLMConfig | None = None,
     options: EvalOptions | None = None,
     templates: str | Path | None = None,
-    judge_factory: JudgeFactory = Judge,
+    executor: str = "local",
+    gpus: str | None = None,
+    address: str | None = None,
+    build_workers: int | None = None,
+    judge_factory: JudgeFactory | None = None,
     on_change: Callable[[Snapshot], None] | None = None,
 ) -> OptimizeResult:
     """Search for a faster kernel of `problem` (a task name, a problem file or a Problem) with `models`,
-    or go on with run `resume`; the best kernel is written to `output` (else the run's directory)."""
+    or go on with run `resume`; the best kernel is written to `output` (else the run's directory).
+
+    Candidates are judged by `executor`: 'local' (a judge session on each GPU that `gpus` names, all
+    visible by default) or 'ray' (sessions as Ray actors on the cluster at `address`, or on a Ray
+    instance started for the run); `build_workers` compile candidates ahead on CPUs."""
     from cudasmith.device import usable_device
     from cudasmith.search.ask import load_problem_or_task
 
@@ -142,6 +151,7 @@ def optimize(
     options = replace(options, device=usable_device(options.device))
     if config.weights and len(config.weights) != len(model_specs):
         raise UsageError(f"{len(config.weights)} weights for {len(model_specs)} models")
+    check_executor(executor, options.device, gpus, address)
     shared_budget = Budget(budget_usd)
     # Made first: a missing key or SDK fails before any run is stored.
     clients: dict[str, LLMClient] = {
@@ -162,7 +172,8 @@ def optimize(
     run_dir = Path(run.directory or run_store.path.parent / run.id)
     previous_idle = float(((run.summary or {}).get("judge") or {}).get("idle_waiting_s") or 0.0)
     try:
-        with judge_factory(loaded, options) as judge:
+        lanes = make_executor(executor, options.device, gpus, address, build_workers, judge_factory)
+        with lanes:
             search = Search(
                 store=run_store,
                 run=run,
@@ -172,13 +183,15 @@ def optimize(
                 budget=shared_budget,
                 ensemble=Ensemble(model_specs, config.weights, config.cost_sensitivity),
                 llm_config=llm_config,
-                judge=judge,
+                executor=lanes,
+                options=options,
                 cache_key=cache_key(loaded, options, run.device_name),
                 run_dir=run_dir,
                 verifier=config.verifier,
                 on_change=on_change,
             )
             outcome = asyncio.run(drive(search))
+            lane_stats = lanes.stats().to_dict()
     except KeyboardInterrupt:
         run_store.update_run(run.id, status="stopped", stop_reason="interrupted")
         raise
@@ -200,5 +213,6 @@ def optimize(
         None if best_path is None else str(best_path),
     )
     summary["errors"] = outcome.errors
+    summary["executor"] = lane_stats
     run_store.update_run(run.id, summary=summary)
     return OptimizeResult(run.id, run_store.path, best_path, summary)

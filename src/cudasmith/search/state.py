@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasmith.errors import LLMError
+from cudasmith.exec import Executor, ExecutorStats
+from cudasmith.harness.options import EvalOptions
 from cudasmith.llm import Budget, LLMClient, LLMConfig
 from cudasmith.search.ensemble import Ensemble
-from cudasmith.search.judge import JudgeSession
 from cudasmith.search.strategies.base import Candidate, SearchContext, Strategy
 from cudasmith.store import CacheKey, Run, RunStore
 
@@ -27,7 +28,8 @@ class Search:
     budget: Budget
     ensemble: Ensemble
     llm_config: LLMConfig
-    judge: JudgeSession
+    executor: Executor
+    options: EvalOptions
     cache_key: CacheKey
     run_dir: Path
     verifier: str | None = None
@@ -45,12 +47,13 @@ class Snapshot:
     progress: str
     judged: int
     queued: int
-    judging: bool
+    judging: int
     calls_in_flight: int
     best: Candidate | None
     spent_usd: float
     latency_s: float | None
     idle_s: float
+    executor: ExecutorStats | None = None
 
 
 @dataclass

@@ -1,0 +1,98 @@
+"""Where candidates are judged: lanes of judge sessions (one per GPU) fed by a queue, with builds ahead
+on CPUs; in this process (`local`) or as Ray actors and tasks (`ray`). See base.py."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from cudasmith.errors import UsageError
+from cudasmith.exec.base import Executor, ExecutorStats, LaneStats
+from cudasmith.exec.jobs import Job, ProblemRef
+from cudasmith.exec.lane import JudgeFactory
+
+EXECUTORS = ("local", "ray")
+
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "ExecutorStats",
+    "Job",
+    "LaneStats",
+    "Lanes",
+    "ProblemRef",
+    "make_executor",
+]
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Where candidates are judged, as a command's options say: the executor (local or ray), the GPUs,
+    a Ray cluster's address, the build workers."""
+
+    executor: str = "local"
+    gpus: str | None = None
+    address: str | None = None
+    build_workers: int | None = None
+
+    def check(self, device: str) -> None:
+        """Refuse a bad choice in one line, before a run is stored."""
+        check_executor(self.executor, device, self.gpus, self.address)
+
+    def make(self, device: str) -> Executor:
+        return make_executor(self.executor, device, self.gpus, self.address, self.build_workers)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """As `optimize()` takes them."""
+        return asdict(self)
+
+
+def check_executor(
+    kind: str, device: str, gpus: str | None = None, address: str | None = None
+) -> list[str] | None:
+    """Refuse a bad choice of lanes in one line before any work starts; the local lanes' devices."""
+    if kind not in EXECUTORS:
+        raise UsageError(f"unknown executor {kind!r}; known: {', '.join(EXECUTORS)}")
+    if address is not None and kind != "ray":
+        raise UsageError("--address is the Ray cluster's: give it with --executor ray")
+    if kind == "local":
+        from cudasmith.exec.local import lane_devices
+
+        return lane_devices(device, gpus)
+    if device not in ("cuda", "cpu"):
+        raise UsageError(f"--executor ray places lanes itself: give --device cuda or cpu, not {device}")
+    if gpus not in (None, "all") and (not gpus.isdigit() or int(gpus) < 1):
+        raise UsageError("with --executor ray, --gpus is a count (Ray picks which GPUs)")
+    return None
+
+
+def make_executor(
+    kind: str = "local",
+    device: str | None = None,
+    gpus: str | None = None,
+    address: str | None = None,
+    build_workers: int | None = None,
+    factory: JudgeFactory | None = None,
+) -> Executor:
+    """An executor of `kind` for `device` ('cuda', 'cuda:N' or 'cpu'): local lanes on the GPUs `gpus`
+    names (default all visible), or Ray lanes on the cluster at `address` (default a local instance).
+    `factory`: what opens the local lanes' sessions (tests pass a scripted judge)."""
+    device = device or _default()
+    devices = check_executor(kind, device, gpus, address)
+    if devices is not None:
+        from cudasmith.exec.local import LocalExecutor
+        from cudasmith.harness.session import Judge
+
+        return LocalExecutor(devices, build_workers, factory or Judge)
+    if factory is not None:
+        raise UsageError("a scripted judge runs in this process: use the local executor")
+    from cudasmith.exec.ray_executor import RayExecutor
+
+    lanes = None if gpus in (None, "all") else int(gpus)
+    return RayExecutor(device, lanes, address, build_workers)
+
+
+def _default() -> str:
+    from cudasmith.device import default_device
+
+    return default_device()

@@ -1,0 +1,68 @@
+"""What crosses to wherever a candidate is judged: the problem and the solution as text (a Ray worker on
+another node cannot read this machine's files), the judge's options, and a name for the file."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudasmith.harness.options import EvalOptions
+from cudasmith.tasks.problem import Problem, load_problem
+
+
+@dataclass(frozen=True)
+class ProblemRef:
+    """A problem as it travels: its name, its file here and its source."""
+
+    name: str
+    path: str
+    source: str
+
+    @classmethod
+    def of(cls, problem: Problem) -> ProblemRef:
+        return cls(problem.name, str(problem.path), problem.source)
+
+    @property
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    def load(self, scratch: Path) -> Problem:
+        """The problem: from its own file where that is here and unchanged, else from a copy in `scratch`."""
+        path = Path(self.path)
+        if not (path.is_file() and path.read_text(errors="replace") == self.source):
+            path = scratch / "problems" / self.source_hash / Path(self.path).name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.source)
+        return load_problem(path, name=self.name)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One candidate to judge: `key` names it in logs and stats, `path` is its file where it was written
+    (used where that file is readable and unchanged), `file_name` the name of a copy made elsewhere."""
+
+    key: str
+    problem: ProblemRef
+    options: EvalOptions
+    source: str
+    file_name: str
+    path: str | None = None
+
+    @property
+    def session_key(self) -> tuple[str, str]:
+        """Candidates with the same key can share a judge session (same problem, same options)."""
+        return self.problem.source_hash, repr(self.options)
+
+    def solution_file(self, scratch: Path) -> Path:
+        """The solution's file: its own where that is here and unchanged, else a copy in `scratch`."""
+        if self.path is not None:
+            own = Path(self.path)
+            if own.is_file() and own.read_text(errors="replace") == self.source:
+                return own
+        digest = hashlib.sha256(self.source.encode()).hexdigest()[:16]
+        copy = scratch / "solutions" / digest / self.file_name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if not copy.is_file():
+            copy.write_text(self.source)
+        return copy

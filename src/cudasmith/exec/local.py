@@ -1,0 +1,135 @@
+"""The local executor: one lane per GPU of this machine (each judge session's workers pinned to its
+GPU), and a pool of build workers on the host's CPUs that compile candidates ahead."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+from cudasmith.errors import UsageError
+from cudasmith.exec.base import Executor
+from cudasmith.exec.jobs import Job
+from cudasmith.exec.lane import JudgeFactory, Lane
+from cudasmith.exec.nvml import BusySampler
+from cudasmith.exec.prebuild import BuildResult, build
+from cudasmith.harness.process import visible_gpu
+from cudasmith.harness.session import Judge
+from cudasmith.harness.verdict import Verdict
+
+# Cores left to the lanes' own workers (launching, timing, comparing) before any goes to builds.
+CORES_PER_LANE = 2
+MAX_BUILD_WORKERS = 8
+
+
+def lane_devices(device: str, gpus: str | None = None) -> list[str]:
+    """The lanes for `device` and `gpus`: 'cpu' is one lane; 'cuda:N' that GPU; 'cuda' every visible
+    GPU, or those `gpus` names ('all', a count such as '2' for the first two, or indices such as '1,3')."""
+    from cudasmith.device import usable_device
+
+    device = usable_device(device)
+    if device == "cpu":
+        if gpus not in (None, "all"):
+            raise UsageError("--gpus needs a CUDA device; the CPU has one lane")
+        return ["cpu"]
+    if device != "cuda":
+        if gpus not in (None, "all", device.removeprefix("cuda:")):
+            raise UsageError(f"--device {device} is one GPU; give --device cuda with --gpus {gpus}")
+        return [device]
+    import torch
+
+    count = torch.cuda.device_count()
+    if gpus in (None, "all"):
+        return [f"cuda:{i}" for i in range(count)]
+    try:
+        indices = [int(part) for part in gpus.split(",")]
+    except ValueError:
+        raise UsageError(f"--gpus must be 'all', a count or indices such as 1,3, not {gpus!r}") from None
+    if "," not in gpus:
+        if not 0 < indices[0] <= count:
+            raise UsageError(f"--gpus {gpus}: a count from 1 to {count}, the GPUs visible here")
+        return [f"cuda:{i}" for i in range(indices[0])]
+    if any(i < 0 or i >= count for i in indices) or len(set(indices)) != len(indices):
+        raise UsageError(f"--gpus {gpus}: this machine has GPUs 0 to {count - 1}, each named once")
+    return [f"cuda:{i}" for i in indices]
+
+
+def default_build_workers(lanes: int) -> int:
+    """Build workers: the cores the lanes leave, at most MAX_BUILD_WORKERS, at least one."""
+    spare = (os.cpu_count() or 2) - CORES_PER_LANE * lanes
+    return max(1, min(MAX_BUILD_WORKERS, spare))
+
+
+def build_target(devices: list[str]) -> str | None:
+    """The NVRTC target builds are made for: the lanes' GPUs' (None on the CPU); mixed GPUs build
+    nothing ahead, since one build would serve only some lanes."""
+    if devices[0] == "cpu":
+        return None
+    from cudasmith.runtime.cuda import device_arch
+
+    targets = {device_arch(int(d.partition(":")[2] or 0)) for d in devices}
+    if len(targets) != 1:
+        raise UsageError(f"the GPUs differ ({', '.join(sorted(targets))}); give --gpus of one kind")
+    return targets.pop()
+
+
+class LocalLane:
+    """A lane of this process: its judge session runs here, its workers on the lane's device."""
+
+    def __init__(self, device: str, factory: JudgeFactory = Judge) -> None:
+        self.name = device
+        self.lane = Lane(device, factory)
+
+    def judge(self, job: Job) -> Verdict:
+        return self.lane.judge(job)
+
+    def counters(self) -> dict[str, int]:
+        return {"sessions": self.lane.sessions_opened, "restarts": self.lane.restarts}
+
+    def close(self) -> None:
+        self.lane.close()
+
+
+class LocalExecutor(Executor):
+    """Every lane in this process; builds in sandboxed CPU workers."""
+
+    kind = "local"
+
+    def __init__(
+        self, devices: list[str], build_workers: int | None = None, factory: JudgeFactory = Judge
+    ) -> None:
+        """`devices`: one lane each ('cuda:0', 'cuda:1' or 'cpu'); `build_workers`: candidates built
+        ahead at once (0: none; default from the cores the lanes leave); `factory`: the lanes' sessions."""
+        workers = default_build_workers(len(devices)) if build_workers is None else build_workers
+        self._scratch = Path(tempfile.mkdtemp(prefix="cudasmith-build-"))
+        builder = partial(self._build_one, target=build_target(devices)) if workers else None
+        self._samplers: dict[str, BusySampler] = {}
+        for device in devices:
+            if device.startswith("cuda"):
+                with contextlib.suppress(Exception):  # no pynvml or no driver: lane occupancy only
+                    gpu = visible_gpu(
+                        int(device.partition(":")[2] or 0), os.environ.get("CUDA_VISIBLE_DEVICES")
+                    )
+                    self._samplers[device] = BusySampler(gpu)
+        self._since = time.monotonic()
+        super().__init__([LocalLane(d, factory) for d in devices], builder, workers)
+
+    def _build_one(self, job: Job, target: str | None) -> BuildResult:
+        return build(job, self._scratch, target)
+
+    def gpu_utilization(self) -> dict[str, float]:
+        found = {
+            device: sampler.fraction(self._first_job or self._since)
+            for device, sampler in self._samplers.items()
+        }
+        return {device: value for device, value in found.items() if value is not None}
+
+    def close(self) -> None:
+        super().close()
+        for sampler in self._samplers.values():
+            sampler.close()
+        shutil.rmtree(self._scratch, ignore_errors=True)

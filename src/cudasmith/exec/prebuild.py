@@ -1,0 +1,77 @@
+"""Building ahead: a candidate's kernels compiled on the host's CPUs while the GPUs judge others.
+
+A build imports the solution in a worker of its own, sandboxed like a judged candidate (supervisor,
+no network, memory limit, the audit hook) but with no GPU visible and told which GPU to build for. What
+its import compiles lands in the persistent build cache: NVRTC cubins and C libraries by content,
+torch extensions (`load_inline`, nvcc) in the solution's own folder (`runtime.cache.extension_root`).
+The judged worker then finds them there instead of compiling with a GPU held idle.
+
+A build never decides anything: whatever it says, the candidate is judged as usual, and a build that
+failed (an import that needs the GPU, a compile error) just means the judged worker compiles, or fails,
+itself.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudasmith.exec.jobs import Job
+
+# What a solution's source says when its import may compile something worth building ahead.
+BUILD_MARKERS = ("load_inline", "cpp_extension", "compile_cuda", "compile_c(", "RawKernel", "nvrtc")
+# A build's import (nvcc on a big extension takes a minute or more).
+BUILD_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """How building one candidate ahead went."""
+
+    ok: bool
+    seconds: float
+    reason: str = ""
+
+
+def needs_build(source: str) -> bool:
+    """Whether importing this solution may compile kernels (and so is worth building ahead)."""
+    return any(marker in source for marker in BUILD_MARKERS)
+
+
+def build_environment(target: str | None) -> dict[str, str]:
+    """A build worker's variables: no GPU, and the GPU target the judged worker will compile for."""
+    from cudasmith.runtime.cuda import ARCH_ENV, torch_arch_list
+
+    env = {"CUDA_VISIBLE_DEVICES": ""}
+    if target:
+        env[ARCH_ENV] = target
+        env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(target)
+    return env
+
+
+def build(job: Job, scratch: Path, target: str | None, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResult:
+    """Import the candidate in a sandboxed CPU worker, so that what it compiles is cached for its judged
+    worker. `target`: the GPU's NVRTC target (sm_90a), None when the candidates run on the CPU."""
+    from cudasmith.harness.process import WorkerFailure, WorkerProcess
+
+    started = time.monotonic()
+    problem = job.problem.load(scratch)
+    solution = job.solution_file(scratch)
+    setup = {
+        "role": "candidate",
+        "problem": str(problem.path),
+        "device": "cpu",
+        "defences": True,
+        "tolerance": problem.tolerance,
+    }
+    worker = WorkerProcess(setup, env=build_environment(target))
+    try:
+        request = {"op": "load", "solution": str(solution.resolve()), "allowed_torch_ops": "all"}
+        reply, _ = worker.request(request, timeout_s, "building the solution ahead")
+        ok, reason = bool(reply.get("ok")), str(reply.get("reason", ""))
+    except WorkerFailure as failure:
+        ok, reason = False, failure.reason
+    finally:
+        worker.close()
+    return BuildResult(ok, round(time.monotonic() - started, 3), reason)

@@ -1,0 +1,249 @@
+"""The executor on the CPU: lanes fed by one queue (spread over sessions, kept on their own), builds
+ahead that candidates wait for, a lane that replaces a broken session, a worker pinned to the GPU it
+was given, and a build that really fills the cache its judged worker reads.
+
+The scheduling tests use backends that judge nothing (they record what they were given); the build
+tests start real sandboxed workers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+
+from cudasmith.errors import HarnessError, UsageError
+from cudasmith.exec import Job, ProblemRef, check_executor, make_executor
+from cudasmith.exec.base import Executor
+from cudasmith.exec.lane import Lane
+from cudasmith.exec.prebuild import BuildResult, build, needs_build
+from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.process import visible_gpu
+from cudasmith.harness.verdict import Status, Verdict
+from cudasmith.tasks.problem import Problem, load_problem
+
+from conftest import PROBLEMS, SOLUTIONS
+
+OPTIONS = EvalOptions(device="cpu", seeds_per_config=1, timing=False, seed=11)
+ADD = load_problem(PROBLEMS / "add_small.py")
+FAST = SOLUTIONS / "optimize" / "add_fast.py"
+
+
+def job(key: str, problem: Problem = ADD, source: str | None = None) -> Job:
+    text = source if source is not None else f"# candidate {key}\nclass ModelNew: pass\n"
+    return Job(key, ProblemRef.of(problem), OPTIONS, text, f"{key}.py")
+
+
+class Recording:
+    """A lane that judges nothing: it notes which candidates it got, each taking `seconds`."""
+
+    def __init__(self, name: str, seconds: float = 0.05, fail_on: str | None = None) -> None:
+        self.name = name
+        self.seconds = seconds
+        self.fail_on = fail_on
+        self.got: list[str] = []
+        self.closed = False
+
+    def judge(self, job: Job) -> Verdict:
+        time.sleep(self.seconds)
+        self.got.append(job.key)
+        if job.key == self.fail_on:
+            raise HarnessError("the reference worker died")
+        return Verdict(Status.CORRECT, "fine", job.problem.name, job.file_name, self.name)
+
+    def counters(self) -> dict[str, int]:
+        return {"sessions": 1, "restarts": 0}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def other_problem(tmp_path: Path) -> Problem:
+    copy = tmp_path / "add_copy.py"
+    copy.write_text(ADD.source + "\n# another task\n")
+    return load_problem(copy)
+
+
+def test_lanes_spread_over_sessions_and_keep_their_own(tmp_path: Path) -> None:
+    """Two tasks, two lanes: each lane opens one task's session and stays with it."""
+    second = other_problem(tmp_path)
+    lanes = [Recording("lane-a"), Recording("lane-b")]
+    with Executor(lanes) as executor:  # type: ignore[arg-type]
+        jobs = [job(f"a{i}") for i in range(4)] + [job(f"b{i}", second) for i in range(4)]
+        futures = [executor.submit(j) for j in jobs]
+        verdicts = [f.result(timeout=30) for f in futures]
+        stats = executor.stats()
+    assert all(v.status == Status.CORRECT for v in verdicts)
+    assert sorted(lanes[0].got + lanes[1].got) == sorted(j.key for j in jobs), "each judged once"
+    assert {k[0] for k in lanes[0].got} != {k[0] for k in lanes[1].got}, "one task per lane"
+    assert all(len({k[0] for k in lane.got}) == 1 for lane in lanes)
+    assert [lane.judged for lane in stats.lanes] == [4, 4] and all(lane.closed for lane in lanes)
+    assert 0 < stats.busy_fraction <= 1 and stats.ready == 0  # type: ignore[operator]
+
+
+def test_one_task_keeps_every_lane_busy() -> None:
+    lanes = [Recording("lane-a", 0.2), Recording("lane-b", 0.2)]
+    with Executor(lanes) as executor:  # type: ignore[arg-type]
+        started = time.monotonic()
+        for future in [executor.submit(job(str(i))) for i in range(6)]:
+            future.result(timeout=30)
+        wall = time.monotonic() - started
+        stats = executor.stats()
+    assert [len(lane.got) for lane in lanes] == [3, 3]
+    assert wall < 6 * 0.2, "the two lanes judged side by side"
+    assert stats.busy_fraction is not None and stats.busy_fraction > 0.5
+
+
+def test_the_judges_own_failure_reaches_whoever_waits_and_close_cancels_the_queue() -> None:
+    lane = Recording("lane", 0.1, fail_on="bad")
+    executor = Executor([lane])  # type: ignore[list-item]
+    bad, good = executor.submit(job("bad")), executor.submit(job("good"))
+    with pytest.raises(HarnessError, match="reference worker died"):
+        bad.result(timeout=30)
+    assert good.result(timeout=30).status == Status.CORRECT
+    queued = [executor.submit(job(f"q{i}")) for i in range(20)]
+    executor.close()
+    assert any(f.cancelled() for f in queued) and lane.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        executor.submit(job("late"))
+
+
+def test_a_candidate_waits_for_its_build_and_is_built_once() -> None:
+    gate = threading.Event()
+    built: list[str] = []
+
+    def builder(j: Job) -> BuildResult:
+        built.append(j.key)
+        gate.wait(30)
+        return BuildResult(True, 0.5)
+
+    lane = Recording("lane", 0.0)
+    compiled = job("k", source='add = compile_c(SOURCE, "add")\nclass ModelNew: pass\n')
+    with Executor([lane], builder, build_workers=2) as executor:  # type: ignore[list-item]
+        executor.prebuild(compiled)
+        future = executor.submit(compiled)
+        plain = executor.submit(job("plain"))
+        assert plain.result(timeout=30).status == Status.CORRECT, "one that needs no build goes first"
+        time.sleep(0.2)
+        assert not future.done() and executor.stats().waiting_for_build == 1
+        gate.set()
+        assert future.result(timeout=30).status == Status.CORRECT
+        stats = executor.stats()
+    assert built == ["k"] and lane.got == ["plain", "k"]
+    assert (stats.built, stats.build_failed, stats.build_s) == (1, 0, 0.5)
+
+
+class BrokenOnce:
+    """A judge session whose reference dies on its first candidate (a session of the lane's factory)."""
+
+    opened = 0
+
+    def __init__(self, problem: Problem, options: EvalOptions) -> None:
+        BrokenOnce.opened += 1
+        self.first = BrokenOnce.opened == 1
+        self.device = options.device
+
+    def __enter__(self) -> BrokenOnce:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    def judge(self, path: Path) -> Verdict:
+        if self.first:
+            raise HarnessError("the reference failed while comparing outputs: CUDA error: an illegal address")
+        return Verdict(Status.CORRECT, "fine", "add_small", str(path), self.device)
+
+
+def test_a_lane_replaces_a_broken_session_and_judges_the_candidate_again() -> None:
+    BrokenOnce.opened = 0
+    lane = Lane("cpu", BrokenOnce)  # type: ignore[arg-type]
+    try:
+        verdict = lane.judge(job("c", source=FAST.read_text()))
+        again = lane.judge(job("d", source=FAST.read_text()))
+    finally:
+        lane.close()
+    assert verdict.status == Status.CORRECT and again.status == Status.CORRECT
+    assert (lane.restarts, lane.sessions_opened, BrokenOnce.opened) == (1, 2, 2)
+
+
+def test_a_worker_sees_the_gpu_of_its_lane_through_the_parents_own_mask() -> None:
+    assert visible_gpu(1, None) == "1" and visible_gpu(0, "") == "0"
+    assert visible_gpu(1, "2,3") == "3", "cuda:1 of a process that sees GPUs 2 and 3 is GPU 3"
+    assert visible_gpu(0, "GPU-8a1b") == "GPU-8a1b"
+    with pytest.raises(UsageError, match="not visible"):
+        visible_gpu(2, "2,3")
+
+
+def test_bad_choices_of_lanes_are_one_line_errors() -> None:
+    with pytest.raises(UsageError, match="unknown executor 'slurm'"):
+        check_executor("slurm", "cpu")
+    with pytest.raises(UsageError, match="--address is the Ray cluster's"):
+        check_executor("local", "cpu", address="10.0.0.1:6379")
+    with pytest.raises(UsageError, match="--gpus needs a CUDA device"):
+        check_executor("local", "cpu", gpus="2")
+    with pytest.raises(UsageError, match="places lanes itself"):
+        check_executor("ray", "cuda:1")
+    with pytest.raises(UsageError, match="a count"):
+        check_executor("ray", "cuda", gpus="0,1")
+    assert check_executor("local", "cpu") == ["cpu"]
+
+
+def test_gpus_name_a_count_or_indices(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    import cudasmith.device
+
+    monkeypatch.setattr(cudasmith.device, "usable_device", lambda device=None: device)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert check_executor("local", "cuda") == ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]
+    assert check_executor("local", "cuda", gpus="2") == ["cuda:0", "cuda:1"]
+    assert check_executor("local", "cuda", gpus="1,3") == ["cuda:1", "cuda:3"]
+    assert check_executor("local", "cuda:2") == ["cuda:2"]
+    for bad in ("5", "0", "1,1", "1,7", "two"):
+        with pytest.raises(UsageError):
+            check_executor("local", "cuda", gpus=bad)
+
+
+def test_a_build_fills_the_cache_that_the_judged_worker_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A C kernel built ahead in a sandboxed CPU worker: its library is in the cache afterwards, and
+    the judged candidate, in a session of its own, is correct."""
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path / "cache"))
+    source = FAST.read_text()
+    assert needs_build(source) and not needs_build("class ModelNew: pass\n")
+    result = build(job("fast", source=source), tmp_path / "scratch", None)
+    assert result.ok, result.reason
+    assert list((tmp_path / "cache" / "cpu").glob("*.so")), "the compiled library is cached"
+    failed = build(job("broken", source=(SOLUTIONS / "c_compile_error.py").read_text()), tmp_path, None)
+    assert not failed.ok and "error" in failed.reason
+    with make_executor("local", "cpu", build_workers=1) as executor:
+        verdict = executor.submit(job("fast", source=source)).result(timeout=300)
+        stats = executor.stats()
+    assert verdict.status == Status.CORRECT, verdict.reason
+    assert stats.built == 1 and stats.lanes[0].judged == 1
+
+
+def test_each_solution_builds_torch_extensions_in_a_folder_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two solutions that name their extension alike cannot load each other's library."""
+    from cudasmith.runtime.cache import extension_root
+
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path / "cache"))
+    printing = (SOLUTIONS / "vector_add_cpu.py").read_text() + (
+        "\nimport os\nprint('extensions in', os.environ['TORCH_EXTENSIONS_DIR'])\n"
+    )
+    solution = tmp_path / "prints.py"
+    solution.write_text(printing)
+    import cudasmith
+
+    verdict = cudasmith.evaluate(solution, task="level1/vector_add", options=OPTIONS)
+    assert f"extensions in {extension_root(printing)}" in verdict.artifacts.get("stdout", "")
+    assert extension_root(printing) != extension_root(printing + "\n")
