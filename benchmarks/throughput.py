@@ -43,7 +43,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +57,9 @@ from typing import Any
 
 from rich.console import Console
 from throughput_report import Approach, Candidate, Result, judge_errors, print_tables, report_lines
+
+from cudasmith.exec.nvml import MEANING, BusySampler
+from cudasmith.harness.process import visible_gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 CANDIDATES = ROOT / "benchmarks" / "candidates"
@@ -75,11 +77,7 @@ DEVICE_FACTS_TIMEOUT_S = 300.0
 HANG_PROBE_TIMEOUT_S = 240.0
 # After SIGTERM, a process group gets this long to clean up its workers before SIGKILL.
 GRACE_S = 5.0
-POLL_S = 0.1
-BUSY_MEANING = (
-    f"mean of NVML utilization.gpu polled every {POLL_S} s over the approach's wall time: the share of each "
-    "driver sampling window (1/6 s to 1 s, by GPU) in which at least one kernel ran, not how many SMs were busy"
-)
+BUSY_MEANING = f"over the approach's wall time, {MEANING}"
 COLD_EXAMPLE = {
     "cuda": ("examples/softmax_cuda.py", "level1/softmax"),
     "cpu": ("examples/softmax_cpu.py", "level1/softmax"),
@@ -116,39 +114,6 @@ def load_batch(folder: Path, tasks: list[str] | None, only: str | None) -> list[
         rank[candidate.name] = seen[candidate.task]
         seen[candidate.task] += 1
     return sorted(batch, key=lambda c: (deferred(c), rank[c.name], c.name))
-
-
-class BusySampler:
-    """NVML's utilization.gpu polled in a thread; the mean over any window of the run."""
-
-    def __init__(self, index: int) -> None:
-        import pynvml
-
-        pynvml.nvmlInit()
-        self._nvml = pynvml
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        name = pynvml.nvmlDeviceGetName(self.handle)
-        self.gpu_name = (
-            name.decode() if isinstance(name, bytes) else str(name)
-        )  # bytes in older NVML bindings
-        self.samples: list[tuple[float, int]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-        self._thread.start()
-
-    def _poll(self) -> None:
-        while not self._stop.wait(POLL_S):
-            rates = self._nvml.nvmlDeviceGetUtilizationRates(self.handle)
-            self.samples.append((time.monotonic(), int(rates.gpu)))
-
-    def fraction(self, start: float, end: float) -> float | None:
-        window = [u for t, u in self.samples if start <= t <= end]
-        return statistics.fmean(window) / 100 if window else None
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._nvml.nvmlShutdown()
 
 
 def run_process(
@@ -514,7 +479,7 @@ def main() -> int:
     sampler = None
     if args.device == "cuda":
         try:
-            sampler = BusySampler(0)
+            sampler = BusySampler(visible_gpu(0, os.environ.get("CUDA_VISIBLE_DEVICES")))
         except Exception as exc:  # no pynvml, or no driver: the run goes on without busy fractions
             notes.append(f"GPU busy fraction not measured: {type(exc).__name__}: {exc}")
     document: dict[str, Any] = {

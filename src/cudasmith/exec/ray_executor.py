@@ -20,7 +20,7 @@ from typing import Any
 from cudasmith.errors import HarnessError, UsageError
 from cudasmith.exec.base import Executor
 from cudasmith.exec.jobs import Job
-from cudasmith.exec.prebuild import BuildResult, build
+from cudasmith.exec.prebuild import BUILD_TIMEOUT_S, BuildResult, build
 from cudasmith.harness.verdict import Verdict
 
 # One start-up message is enough: Ray's own logs stay in its session folder.
@@ -127,17 +127,19 @@ class RayExecutor(Executor):
         if on_gpu and (available or 0) < count:
             self._shutdown()
             raise UsageError(f"the Ray cluster has {available} GPUs; {count} lanes asked for")
-        actor = ray.remote(num_gpus=1, num_cpus=0)(LaneActor) if on_gpu else ray.remote(num_cpus=1)(LaneActor)
+        # A lane holds no CPU of Ray's: builds, which do, must never wait for lanes that wait for them.
+        actor = ray.remote(num_gpus=1 if on_gpu else 0, num_cpus=0)(LaneActor)
         lane_device = "cuda" if on_gpu else "cpu"
         backends = [RayLane(i, lambda: actor.remote(lane_device)) for i in range(count)]
         self._target = ray.get(backends[0].actor.target.remote())
         self._build_task = ray.remote(num_cpus=1)(_build_task)
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        workers = max(1, cpus - (0 if on_gpu else count)) if build_workers is None else build_workers
+        workers = max(1, cpus) if build_workers is None else build_workers
         super().__init__(backends, self._build_remote, workers)  # type: ignore[arg-type]
 
     def _build_remote(self, job: Job) -> BuildResult:
-        return _ray().get(self._build_task.remote(job, self._target))
+        # Bounded: a build Ray cannot place (no free CPU anywhere) must not hold its candidate back.
+        return _ray().get(self._build_task.remote(job, self._target), timeout=2 * BUILD_TIMEOUT_S)
 
     def _shutdown(self) -> None:
         if self._started_ray:

@@ -1,0 +1,28 @@
+"""benchmarks/scaling.py on the CPU, as CI can run it: two lanes through the local executor and through
+Ray (a local instance), every candidate of the batch given its expected status, a row per executor."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_scaling_benchmark_judges_the_batch_through_both_executors(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the Ray rows need Ray (pip install 'cudasmith[ray]')")
+    rows_file = tmp_path / "rows.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "scaling.py"), "--device", "cpu", "--lanes", "2"]
+    command += ["--repeat", "1", "--quick", "--json", str(rows_file)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads(rows_file.read_text())
+    assert [(row["executor"], row["lanes"]) for row in rows] == [("local", 2), ("ray", 2)]
+    for row in rows:
+        assert row["error"] == "" and row["unexpected"] == [] and row["candidates"] == 6
+        assert row["per_minute"] > 0 and 0 < row["busy_fraction"] <= 1 and row["built_ahead"] == 5
+    assert "per minute" in done.stdout and "lane busy" in done.stdout
