@@ -26,8 +26,9 @@ CANDIDATES_PER_ROUND = 4
 ROUNDS = 5
 PATIENCE = 2
 NOISE = 0.02
-# Model calls in flight at once, and candidates waiting for the judge before no new call is made:
-# enough to keep the judge busy, few enough that proposals are built from recent verdicts.
+# Model calls in flight at once, and candidates waiting for the judge before no new call is made, per
+# lane of the judge (one per GPU): enough to keep every lane busy, few enough that proposals are built
+# from recent verdicts.
 MAX_IN_FLIGHT = 4
 MAX_QUEUED = 2
 

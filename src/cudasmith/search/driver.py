@@ -100,8 +100,10 @@ class Driver:
         if self.stop_reason is None and (reason := self.s.strategy.finished()):
             self.stop_reason = reason
         config = self.s.context.config
-        room = config.max_in_flight - self._calls_in_flight()
-        if self.stop_reason is not None or room <= 0 or len(self.admission.queue) >= config.max_queued:
+        lanes = self.s.executor.slots
+        room = config.max_in_flight * lanes - self._calls_in_flight()
+        full = len(self.admission.queue) >= config.max_queued * lanes
+        if self.stop_reason is not None or room <= 0 or full:
             return
         try:
             self.s.budget.check()
