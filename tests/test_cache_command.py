@@ -29,7 +29,13 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 def test_usage_counts_each_kind(cache: Path) -> None:
     sizes = {entry.kind: (entry.files, entry.bytes) for entry in cache_usage()}
-    assert sizes == {"cuda": (0, 0), "cpu": (2, 1024), "baselines": (1, 2), "device": (0, 0)}
+    assert sizes == {
+        "cuda": (0, 0),
+        "cpu": (2, 1024),
+        "extensions": (0, 0),
+        "baselines": (1, 2),
+        "device": (0, 0),
+    }
 
 
 def test_the_command_shows_where_and_how_much(cache: Path) -> None:
@@ -43,6 +49,7 @@ def test_the_command_shows_where_and_how_much(cache: Path) -> None:
     assert {k["kind"]: k["files"] for k in document["kinds"]} == {
         "cuda": 0,
         "cpu": 2,
+        "extensions": 0,
         "baselines": 1,
         "device": 0,
     }
@@ -65,4 +72,6 @@ def test_clearing_one_kind_keeps_the_others_and_the_folders(cache: Path) -> None
 
 def test_an_unknown_kind_is_a_usage_error(cache: Path) -> None:
     code, _, err = invoke("--clear", "kernels", "--yes")
-    assert code == 2 and "no cache kind 'kernels'; the kinds are cuda, cpu, baselines, device" in err
+    assert (
+        code == 2 and "no cache kind 'kernels'; the kinds are cuda, cpu, extensions, baselines, device" in err
+    )
