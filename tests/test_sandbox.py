@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,9 +31,84 @@ ATTACKING = (
     f"@AT_IMPORT@\n\n{FORWARD}@IN_FORWARD@\n"
 )
 
+# The honest twin: at import and in forward it does what libcuda's cuInit does, a thread of its own (in C)
+# writing its name, and fails where it cannot, as cuInit does (error 304); then it rewrites its main thread's
+# name from Python, where the file rules see it.
+NAMES_A_THREAD = r'''from pathlib import Path
+
+from cudasmith.runtime import compile_c
+
+NAMING = """
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void* name_self(void* error) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
+    FILE* comm = fopen(path, "w");
+    if (!comm) *(int*)error = errno;
+    else if (fputs("cuda-EvtHandlr", comm) < 0 | fclose(comm) != 0) *(int*)error = errno;
+    return 0;
+}
+
+void name_a_thread(int* error) {
+    pthread_t thread;
+    pthread_create(&thread, 0, name_self, error);
+    pthread_join(thread, 0);
+}
+"""
+name_a_thread_in_c = compile_c(NAMING, "name_a_thread")
+
+
+def name_threads() -> None:
+    error = torch.zeros(1, dtype=torch.int32)
+    name_a_thread_in_c(error)
+    if error.item():
+        raise OSError(int(error.item()), "a thread could not write its name")
+    comm = Path("/proc/self/comm")
+    comm.write_text(comm.read_text())
+
+
+name_threads()
+
+
+'''
+
 
 def _indent(code: str) -> str:
     return "\n".join("        " + line for line in code.strip().splitlines())
+
+
+def _confined(policy: sandbox.Policy, mechanism: str, probe: Callable[[], list[str]]) -> list[str]:
+    """Run `probe` in a forked child confined by one mechanism: [its state, *what probe reports]; skips
+    the test where the mechanism is not available here."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - reports through the pipe
+        try:
+            results = [sandbox.confine(policy, (mechanism,)), *probe()]
+        except BaseException as exc:  # the parent reports it: a raise here would run the test twice
+            results = [f"the probe raised {exc!r}"]
+        os.write(write_end, "\n".join(results).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        results = pipe.read().split("\n")
+    os.waitpid(child, 0)
+    if not sandbox.isolated(results[0]):
+        pytest.skip(f"{mechanism} is not available here: {results[0]}")
+    return results
+
+
+def _attempt(path: Path | str, mode: str, text: str = "planted") -> str:
+    try:
+        with open(path, mode) as handle:
+            return "read " + handle.read() if mode == "r" else f"wrote {handle.write(text)}"
+    except OSError as exc:
+        return f"refused {exc.errno}"
 
 
 @pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
@@ -44,30 +121,47 @@ def test_each_mechanism_confines_a_process_to_its_scratch(mechanism: str, tmp_pa
     secret = outside / "secret"
     secret.write_text("seed")
     policy = sandbox.make_policy(scratch, Path(sandbox.__file__), (outside,))
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - reports through the pipe
-        state = sandbox.confine(policy, (mechanism,))
-        results = [state]
-        for path, mode in ((scratch / "ok", "w"), (outside / "planted", "w"), (secret, "r")):
-            try:
-                with open(path, mode) as handle:
-                    results.append("read " + handle.read() if mode == "r" else "wrote")
-            except OSError as exc:
-                results.append(f"refused {exc.errno}")
-        os.write(write_end, "|".join(results).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        state, inside, planted, read = pipe.read().split("|")
-    os.waitpid(child, 0)
-    if not sandbox.isolated(state):
-        pytest.skip(f"{mechanism} is not available here: {state}")
-    assert inside == "wrote"
+    attempts = ((scratch / "ok", "w"), (outside / "planted", "w"), (secret, "r"))
+    _, inside, planted, read = _confined(policy, mechanism, lambda: [_attempt(*a) for a in attempts])
+    assert inside.startswith("wrote")
     assert planted.startswith("refused") and not (outside / "planted").exists()
     assert read != "read seed", "the hidden folder's file was read"
     name, cost_ms = sandbox.setup_cost(mechanism, policy)
     assert sandbox.isolated(name) and cost_ms < 50.0
+
+
+def _name_a_thread_and_reach_other_entries() -> list[str]:
+    """What libcuda's cuInit does (a thread of its own writes its name, fopen "w"), then write opens of
+    another process's entry and of /proc/sys (opened only: nothing is ever written there)."""
+    named: list[str] = []
+
+    def name() -> None:
+        named.append(_attempt(f"/proc/self/task/{threading.get_native_id()}/comm", "w", "cuda-EvtHandlr"))
+        named.append(Path(f"/proc/self/task/{threading.get_native_id()}/comm").read_text().strip())
+
+    thread = threading.Thread(target=name)
+    thread.start()
+    thread.join()
+    others = []
+    for path in (f"/proc/{os.getppid()}/oom_score_adj", "/proc/sys/vm/overcommit_memory"):
+        try:
+            os.close(os.open(path, os.O_WRONLY))
+            others.append(f"opened {path} to write")
+        except OSError as exc:
+            others.append(f"refused {exc.errno}")
+    return named + others
+
+
+@pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
+def test_a_confined_process_names_its_threads_as_cuda_does_and_writes_no_other_proc_entry(
+    mechanism: str, tmp_path: Path
+) -> None:
+    """cuInit names the driver's threads through /proc/self/task/<tid>/comm and fails with error 304 where
+    it cannot: a confined process may write its own /proc entry, never another process's nor /proc/sys."""
+    policy = sandbox.make_policy(tmp_path, Path(sandbox.__file__), ())
+    _, wrote, name, parent, sysctl = _confined(policy, mechanism, _name_a_thread_and_reach_other_entries)
+    assert (wrote, name) == ("wrote 14", "cuda-EvtHandlr")
+    assert parent.startswith("refused") and sysctl.startswith("refused"), (parent, sysctl)
 
 
 def _tree(*roots: Path) -> dict[str, str]:
@@ -148,10 +242,15 @@ def _judge_attacks(device: str, mechanism: str, tmp_path: Path, monkeypatch: pyt
             )
             solutions[(name, when)] = folder / f"{name}_{when}.py"
             solutions[(name, when)].write_text(source)
+    honest = folder / "names_its_threads.py"
+    honest.write_text(
+        HONEST[device].read_text().replace(FORWARD, f"{NAMES_A_THREAD}{FORWARD}        name_threads()\n")
+    )
     before = {**before, **_tree(folder)}
     try:
-        with Judge(task="level1/vector_add", options=options, candidates=len(solutions)) as judge:
-            verdicts = dict(zip(solutions, judge.judge_many(list(solutions.values())), strict=True))
+        with Judge(task="level1/vector_add", options=options, candidates=len(solutions) + 1) as judge:
+            *judged, honest_verdict = judge.judge_many([*solutions.values(), honest])
+            verdicts = dict(zip(solutions, judged, strict=True))
     finally:
         planted = planted_tmp.exists()
         planted_tmp.unlink(missing_ok=True)
@@ -161,5 +260,7 @@ def _judge_attacks(device: str, mechanism: str, tmp_path: Path, monkeypatch: pyt
         assert f"{rule}: {os.path.realpath(target)}" in verdict.reason, (name, when, verdict.reason)
         assert "refused:" in verdict.artifacts.get("stdout", ""), "the OS refused it inside the candidate"
         assert verdict.isolation["filesystem"] == state
+    assert honest_verdict.status == Status.CORRECT, honest_verdict.reason
+    assert honest_verdict.isolation["filesystem"] == state
     assert not planted
     assert _tree(store_path.parent, cache / "cpu" / "kernel.so", home, folder) == before

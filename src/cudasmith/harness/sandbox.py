@@ -13,6 +13,9 @@ every thread it ever has inherits the confinement. Two mechanisms, the first tha
   roots are bind-mounted read-write, and what must stay unread ($HOME's dotfiles, the run store's and
   the cache's folders, the judge's key) is covered by empty mounts. Writes elsewhere fail with EROFS.
 
+Under both, the worker writes its own /proc entry and no other: CUDA's cuInit names the driver's threads
+in /proc/self/task/<tid>/comm and fails (error 304) where it cannot.
+
 Landlock is preferred: it restricts reads by path (the namespace hides only the paths it was told of),
 needs no privileges and no namespaces (which containers and hardened hosts often forbid), and costs less.
 
@@ -175,11 +178,19 @@ def _handled(abi: int) -> int:
     return rights
 
 
-def _own_proc() -> list[str]:
-    """What of /proc a confined process reads: its own entry and the machine's, never another process's
-    (a judge's environment holds its API keys; Landlock's ptrace rule guards memory, not environ)."""
-    own = [f"{PROC}/{os.getpid()}"]
-    return own + [e.path for e in os.scandir(PROC) if not e.name.isdigit() and e.name not in PROC_LINKS]
+def own_proc_entry() -> str:
+    """The calling process's own /proc entry, which a confined process may write as well as read.
+
+    CUDA's cuInit names the driver's threads by writing /proc/self/task/<tid>/comm and fails (error 304,
+    "OS call failed") where it cannot. Allowing it is safe: a process may already rewrite its own memory
+    and its threads' names, and the kernel refuses a comm write to any other process (EINVAL)."""
+    return f"{PROC}/{os.getpid()}"
+
+
+def _machine_proc() -> list[str]:
+    """What of /proc, besides its own entry, a confined process reads: the machine's entries, never another
+    process's (a judge's environment holds its API keys; Landlock's ptrace rule guards memory, not environ)."""
+    return [e.path for e in os.scandir(PROC) if not e.name.isdigit() and e.name not in PROC_LINKS]
 
 
 def apply_landlock(policy: Policy, abi: int) -> str:
@@ -188,14 +199,19 @@ def apply_landlock(policy: Policy, abi: int) -> str:
     handled = _handled(abi)
     read_rights = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
     device_rights = (FS_READ_FILE | FS_READ_DIR | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & handled
+    # Its own /proc entry: read, and written in place (fopen "w" truncates), nothing made or removed.
+    own_rights = (FS_READ_FILE | FS_READ_DIR | FS_WRITE_FILE | FS_TRUNCATE) & handled
     attr = _RulesetAttr(handled, 0, SCOPE_SIGNAL if abi >= 6 else 0)
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 8  # older kernels refuse fields they do not know
     ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        readable = [entry for p in policy.read for entry in (_own_proc() if p == PROC else [p])]
-        rules = [(p, read_rights) for p in readable] + [(DEVICES, device_rights)]
+        readable = [entry for p in policy.read for entry in (_machine_proc() if p == PROC else [p])]
+        rules = [(p, read_rights) for p in readable] + [
+            (DEVICES, device_rights),
+            (own_proc_entry(), own_rights),
+        ]
         rules += [(p, handled) for p in policy.write]
         for path, rights in rules:
             try:
@@ -247,7 +263,10 @@ def apply_namespace(policy: Policy) -> str:
     # Files are covered by an empty one (made read-only with the rest): /dev/null would take writes.
     empty = os.path.join(policy.scratch, ".covered")
     Path(empty).touch(mode=0o400)
-    for path in policy.write:  # each write root its own mount, so it can be made writable again
+    # Each write root its own mount, so it can be made writable again; the process's own /proc entry too,
+    # and that alone: the rest of /proc (another process's entries, /proc/sys) stays read-only.
+    writable = (*policy.write, own_proc_entry())
+    for path in writable:
         if os.path.isdir(path):
             _check(libc.mount(path.encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
     for path in policy.hide:
@@ -263,11 +282,11 @@ def apply_namespace(policy: Policy) -> str:
     _check(
         libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(read_only), size), "ro /"
     )
-    writable = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
-    for path in policy.write:
+    read_write = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+    for path in writable:
         if os.path.isdir(path):
             _check(
-                libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), 0, ctypes.byref(writable), size),
+                libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), 0, ctypes.byref(read_write), size),
                 path,
             )
     return "mount namespace"
