@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -162,6 +164,58 @@ def test_a_confined_process_names_its_threads_as_cuda_does_and_writes_no_other_p
     _, wrote, name, parent, sysctl = _confined(policy, mechanism, _name_a_thread_and_reach_other_entries)
     assert (wrote, name) == ("wrote 14", "cuda-EvtHandlr")
     assert parent.startswith("refused") and sysctl.startswith("refused"), (parent, sysctl)
+
+
+# A program that, confined, tries to undo its confinement as root could: uncover a hidden folder (the
+# namespace covers it with a mount) and bind an outside folder into its scratch, made writable.
+UNDO_CONFINEMENT = r"""
+import ctypes, sys
+
+libc = ctypes.CDLL(None, use_errno=True)
+hidden, outside, scratch = sys.argv[1:]
+header, sets = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()
+libc.capget(header, sets)  # two sets of (effective, permitted, inheritable): capabilities 0-31, 32-63
+print(sets[0] | sets[3] << 32)
+libc.umount2(hidden.encode(), 2)
+try:
+    print(open(hidden + "/secret").read())
+except OSError as exc:
+    print(f"refused {exc.errno}")
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("set", "clear", "propagation", "userns")]
+
+
+libc.mount(outside.encode(), scratch.encode(), None, 4096, None)
+libc.syscall(442, -100, scratch.encode(), 0, ctypes.byref(MountAttr(0, 1, 0, 0)), ctypes.c_size_t(32))
+try:
+    open(scratch + "/planted", "w").write("planted")
+except OSError:
+    pass
+"""
+
+
+@pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
+def test_a_confined_process_keeps_no_capability_to_undo_its_confinement(
+    mechanism: str, tmp_path: Path
+) -> None:
+    """A worker started by root is root: without dropping its capabilities it could unmount what covers
+    the store (namespace) or load a kernel module (Landlock). A program it execs has none and undoes nothing."""
+    scratch, outside, hidden = tmp_path / "scratch", tmp_path / "outside", tmp_path / "hidden"
+    for folder in (scratch / "mount", outside, hidden):
+        folder.mkdir(parents=True)
+    (hidden / "secret").write_text("seed")
+    policy = sandbox.make_policy(scratch, Path(sandbox.__file__), (hidden,))
+    arguments = [sys.executable, "-c", UNDO_CONFINEMENT, str(hidden), str(outside), str(scratch / "mount")]
+
+    def undo() -> list[str]:
+        return subprocess.run(arguments, capture_output=True, text=True, check=False).stdout.split("\n")[:2]
+
+    _, capabilities, secret = _confined(policy, mechanism, undo)
+    assert capabilities == "0", f"effective capabilities {int(capabilities):#x}"
+    assert secret != "seed", "the hidden folder was uncovered"
+    assert list(outside.iterdir()) == []
 
 
 def _tree(*roots: Path) -> dict[str, str]:

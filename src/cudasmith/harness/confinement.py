@@ -48,6 +48,12 @@ AT_FDCWD = -100
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 1
 
+# Capabilities (include/uapi/linux/prctl.h, securebits.h, capability.h).
+PR_GET_SECUREBITS, PR_SET_SECUREBITS = 27, 28
+# Root gets no capability from exec (NOROOT), and no process can take that back (LOCKED).
+SECBITS_NO_ROOT = (1 << 0) | (1 << 1)
+CAPABILITY_VERSION_3 = 0x20080522
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -215,3 +221,33 @@ def apply_namespace(policy: Policy) -> str:
                 path,
             )
     return "mount namespace"
+
+
+# -- capabilities ---------------------------------------------------------------------------------
+
+
+class _CapabilityHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapabilitySet(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> None:
+    """Give up every capability, for this process and all it will exec. A worker started by root would
+    otherwise keep them: in the namespace it could unmount what covers the store and remount any folder
+    writable; under Landlock, load a kernel module or reach I/O ports. A non-root worker has none to lose."""
+    libc = _libc()
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")  # no file capabilities either
+    bits = libc.prctl(PR_GET_SECUREBITS, 0, 0, 0, 0)
+    wanted = bits | SECBITS_NO_ROOT
+    # Setting them needs CAP_SETPCAP, which a process not root has not: exec grants it nothing anyway.
+    if bits != wanted and libc.prctl(PR_SET_SECUREBITS, wanted, 0, 0, 0) and os.geteuid() == 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_SECUREBITS")
+    none = (_CapabilitySet * 2)()  # two sets of 32 bits each: capabilities 0-31 and 32-63
+    _check(libc.capset(ctypes.byref(_CapabilityHeader(CAPABILITY_VERSION_3, 0)), none), "capset")

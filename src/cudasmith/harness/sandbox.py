@@ -40,6 +40,7 @@ from cudasmith.harness.confinement import (
     Policy,
     apply_landlock,
     apply_namespace,
+    drop_capabilities,
     landlock_abi,
 )
 
@@ -133,11 +134,14 @@ def confine(policy: Policy, mechanisms: tuple[str, ...] | None = None) -> str:
                 if abi < 1:
                     reasons.append("no Landlock in this kernel")
                     continue
-                return apply_landlock(policy, abi)
-            if mechanism != "namespace":
+                state = apply_landlock(policy, abi)
+            elif mechanism == "namespace":
+                state = apply_namespace(policy)
+            else:
                 reasons.append(f"no mechanism {mechanism!r}")
                 continue
-            return apply_namespace(policy)
+            drop_capabilities()  # what a root worker could undo its confinement with
+            return state
         except OSError as exc:
             reasons.append(f"{mechanism}: {exc.strerror or exc}")
     return f"{NOT_ISOLATED} ({'; '.join(reasons)})"
