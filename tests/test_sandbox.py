@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import stat
 import subprocess
 import sys
 import threading
@@ -108,7 +109,9 @@ def _confined(policy: sandbox.Policy, mechanism: str, probe: Callable[[], list[s
 def _attempt(path: Path | str, mode: str, text: str = "planted") -> str:
     try:
         with open(path, mode) as handle:
-            return "read " + handle.read() if mode == "r" else f"wrote {handle.write(text)}"
+            if mode.startswith("r"):
+                return f"read {handle.read(64)!r}" if mode == "rb" else "read " + handle.read()
+            return f"wrote {handle.write(text)}"
     except OSError as exc:
         return f"refused {exc.errno}"
 
@@ -164,6 +167,38 @@ def test_a_confined_process_names_its_threads_as_cuda_does_and_writes_no_other_p
     _, wrote, name, parent, sysctl = _confined(policy, mechanism, _name_a_thread_and_reach_other_entries)
     assert (wrote, name) == ("wrote 14", "cuda-EvtHandlr")
     assert parent.startswith("refused") and sysctl.startswith("refused"), (parent, sysctl)
+
+
+def _unlisted_device() -> str | None:
+    """A device outside the sandbox's list that opens here, read-only: a disk, else the kernel's log (no
+    other device is ever opened by a test: opening some has effects)."""
+    disks = [e.path for e in os.scandir("/dev") if stat.S_ISBLK(e.stat(follow_symlinks=False).st_mode)]
+    for path in [*disks, "/dev/kmsg"]:
+        try:
+            os.close(os.open(path, os.O_RDONLY))
+            return path
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
+def test_a_confined_process_opens_the_devices_a_kernel_needs_and_no_other(
+    mechanism: str, tmp_path: Path
+) -> None:
+    """/dev/null takes writes and /dev/urandom gives bytes; no other device opens, a disk least of all:
+    root reads one raw whatever the file system's rules (the store and the judge's key are on it)."""
+    device = _unlisted_device()
+    policy = sandbox.make_policy(tmp_path, Path(sandbox.__file__), ())
+
+    def open_devices() -> list[str]:
+        with open("/dev/urandom", "rb") as urandom:
+            random_bytes = str(len(urandom.read(8)))
+        return [_attempt("/dev/null", "w"), random_bytes, _attempt(device, "rb") if device else "refused"]
+
+    _, null, urandom, unlisted = _confined(policy, mechanism, open_devices)
+    assert (null, urandom) == ("wrote 7", "8")
+    assert unlisted.startswith("refused"), f"{device} was opened: {unlisted}"
 
 
 # A program that, confined, tries to undo its confinement as root could: uncover a hidden folder (the

@@ -20,9 +20,14 @@ from pathlib import Path
 PROC = "/proc"
 # /proc's links to the process that reads them: they resolve to its own entry, which is allowed.
 PROC_LINKS = ("self", "thread-self")
-# Device nodes are opened read-write (GPU ioctls, /dev/null); /dev/shm carries CPU outputs to the judge.
+# /dev/shm carries CPU outputs to the judge (a write root).
 DEVICES = "/dev"
 SHARED_MEMORY = "/dev/shm"
+# The device nodes a worker opens (read, write, ioctl), by name below /dev: the null and random ones,
+# terminals, and a GPU's (nvidia0, nvidiactl, nvidia-uvm, nvidia-caps/…; DRM's dri/). Never a disk: root
+# reads and writes one raw, whatever the file system's rules, and no capability is needed for that.
+DEVICE_NAMES = ("null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts")
+DEVICE_PREFIXES = ("nvidia", "dri")
 
 # Landlock (include/uapi/linux/landlock.h); the system call numbers are the same on every architecture.
 SYS_LANDLOCK_CREATE_RULESET = 444
@@ -46,7 +51,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 4096, 163
 SYS_MOUNT_SETATTR = 442
 AT_FDCWD = -100
 AT_RECURSIVE = 0x8000
-MOUNT_ATTR_RDONLY = 1
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NODEV = 1, 4
 
 # Capabilities (include/uapi/linux/prctl.h, securebits.h, capability.h).
 PR_GET_SECUREBITS, PR_SET_SECUREBITS = 27, 28
@@ -118,6 +123,16 @@ def own_proc_entry() -> str:
     return f"{PROC}/{os.getpid()}"
 
 
+def device_nodes() -> list[str]:
+    """The device nodes (and folders of them) below /dev that a confined process may open."""
+    try:
+        entries = list(os.scandir(DEVICES))
+    except OSError:
+        return []
+    allowed = (e for e in entries if e.name in DEVICE_NAMES or e.name.startswith(DEVICE_PREFIXES))
+    return sorted(e.path for e in allowed if not e.is_symlink())
+
+
 def _machine_proc() -> list[str]:
     """What of /proc, besides its own entry, a confined process reads: the machine's entries, never another
     process's (a judge's environment holds its API keys; Landlock's ptrace rule guards memory, not environ)."""
@@ -140,10 +155,10 @@ def apply_landlock(policy: Policy, abi: int) -> str:
     try:
         readable = [entry for p in policy.read for entry in (_machine_proc() if p == PROC else [p])]
         rules = [(p, read_rights) for p in readable] + [
-            (DEVICES, device_rights),
+            (DEVICES, FS_READ_DIR),
             (own_proc_entry(), own_rights),
         ]
-        rules += [(p, handled) for p in policy.write]
+        rules += [(p, device_rights) for p in device_nodes()] + [(p, handled) for p in policy.write]
         for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -194,6 +209,16 @@ def apply_namespace(policy: Policy) -> str:
     # Files are covered by an empty one (made read-only with the rest): /dev/null would take writes.
     empty = os.path.join(policy.scratch, ".covered")
     Path(empty).touch(mode=0o400)
+    # Device nodes: /dev's mount gets nodev (no node below it opens), each node allowed a mount of its own.
+    _check(libc.mount(DEVICES.encode(), DEVICES.encode(), None, MS_BIND | MS_REC, None), f"bind {DEVICES}")
+    for node in device_nodes():
+        _check(libc.mount(node.encode(), node.encode(), None, MS_BIND | MS_REC, None), f"bind {node}")
+    no_devices = _MountAttr(MOUNT_ATTR_NODEV, 0, 0, 0)
+    size = ctypes.c_size_t(ctypes.sizeof(_MountAttr))
+    _check(
+        libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, DEVICES.encode(), 0, ctypes.byref(no_devices), size),
+        "nodev",
+    )
     # Each write root its own mount, so it can be made writable again; the process's own /proc entry too,
     # and that alone: the rest of /proc (another process's entries, /proc/sys) stays read-only.
     writable = (*policy.write, own_proc_entry())
@@ -209,7 +234,6 @@ def apply_namespace(policy: Policy) -> str:
         elif os.path.isfile(path) and not os.path.islink(path):
             _check(libc.mount(empty.encode(), path.encode(), None, MS_BIND, None), f"cover {path}")
     read_only = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    size = ctypes.c_size_t(ctypes.sizeof(_MountAttr))
     _check(
         libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(read_only), size), "ro /"
     )

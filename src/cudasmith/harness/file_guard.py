@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
-from cudasmith.harness.confinement import DEVICES, PROC, Policy, own_proc_entry
+from cudasmith.harness.confinement import PROC, Policy, device_nodes, own_proc_entry
 
 # Audited operations that change the file system, and which of their arguments are the paths changed.
 WRITE_EVENTS: dict[str, tuple[int, ...]] = {
@@ -45,7 +45,7 @@ def install(policy: Policy, is_candidate: Callable[[CodeType], bool]) -> Callabl
     Returns a function giving the first access outside the policy, as a reason, or None."""
     # Device nodes are written through (/dev/null, a GPU's), and the worker's own /proc entry (its threads'
     # names), as the sandbox's own rules allow.
-    writable = (*(os.path.realpath(p) for p in policy.write), DEVICES, own_proc_entry())
+    writable = (*(os.path.realpath(p) for p in policy.write), *device_nodes(), own_proc_entry())
     readable = (*(os.path.realpath(p) for p in policy.read), *writable, PROC)
     violations: list[str] = []
     getframe, realpath, fsdecode, join, getcwd = (
