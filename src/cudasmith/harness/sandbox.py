@@ -19,7 +19,7 @@ in /proc/self/task/<tid>/comm and fails (error 304) where it cannot.
 Landlock is preferred: it restricts reads by path (the namespace hides only the paths it was told of),
 needs no privileges and no namespaces (which containers and hardened hosts often forbid), and costs less.
 
-    python -m cudasmith.harness.sandbox     # which mechanisms work here, and what each costs to set up
+    python -m cudasmith.harness.sandbox     # which mechanisms work here, what each costs, whether CUDA starts
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -177,14 +178,41 @@ def setup_cost(mechanism: str, policy: Policy) -> tuple[str, float]:
     return state, elapsed_ms
 
 
+# What every GPU worker does first, in a fresh process that confines itself (single-threaded, as the
+# supervisor's child is): it prints the mechanism's state, then what cuInit returns.
+CUDA_PROBE = """
+import ctypes, sys
+from cudasmith.harness.sandbox import Policy, confine
+print(confine(Policy.from_json(sys.argv[1]), (sys.argv[2],)), flush=True)
+print(ctypes.CDLL("libcuda.so.1").cuInit(0))
+"""
+# cuInit's result where CUDA started; 304 (CUDA_ERROR_OPERATING_SYSTEM) is what a policy refusing the
+# driver something gives.
+CUDA_SUCCESS = "0"
+CUDA_PROBE_TIMEOUT_S = 120
+
+
+def cuda_start(mechanism: str, policy: Policy) -> tuple[str, str]:
+    """(the mechanism's state, what cuInit returned) in a fresh process confined by it; the second is
+    CUDA_SUCCESS where CUDA starts, or why it could not be asked (no driver here)."""
+    result = subprocess.run(
+        [sys.executable, "-c", CUDA_PROBE, policy.to_json(), mechanism],
+        capture_output=True, text=True, timeout=CUDA_PROBE_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    lines = result.stdout.splitlines()
+    why = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    return (lines[0] if lines else why), (lines[1] if len(lines) > 1 else why)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cudasmith-scratch-") as scratch:
         policy = make_policy(Path(scratch), Path(__file__), ())
-        print(f"{'mechanism':<12} {'result':<48} set-up (ms, median of 20)")
+        print(f"{'mechanism':<12} {'result':<24} {'set-up (ms, median of 20)':<27} cuInit (0: CUDA starts)")
         for mechanism in MECHANISMS:
             runs = [setup_cost(mechanism, policy) for _ in range(20)]
             times = sorted(ms for _, ms in runs)
-            print(f"{mechanism:<12} {runs[0][0]:<48} {times[len(times) // 2]:.2f}")
+            cuda = cuda_start(mechanism, policy)[1]
+            print(f"{mechanism:<12} {runs[0][0]:<24} {times[len(times) // 2]:<27.2f} {cuda}")
 
 
 if __name__ == "__main__":
