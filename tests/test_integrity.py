@@ -68,27 +68,66 @@ def test_the_run_seed_is_never_in_clear_in_the_file(tmp_path: Path) -> None:
     assert stored != 987654321
 
 
-def test_cached_measurements_that_fail_their_mac_are_measured_again(tmp_path: Path) -> None:
-    """Device peaks rewritten by hand (a faster device makes every kernel look slower) are not loaded."""
-    from cudasmith.device import DevicePeaks, load_peaks, save_peaks, software_versions
-
-    peaks = DevicePeaks(
-        "AMD EPYC (test)",
-        "cpu",
-        50.0,
-        {"float32": 0.2},
-        {"float32": 0.3},
-        2**25,
-        versions=software_versions(),
-    )
-    path = save_peaks(peaks)
-    assert load_peaks(name=peaks.device) == peaks
+def _tamper(path: Path, field: str, factor: float) -> None:
+    """Rewrite one number of a sealed measurement by hand, its MAC left as it was."""
     data = json.loads(path.read_text())
-    data["memory_gb_per_s"] = 5000.0
+    data[field] *= factor
     path.write_text(json.dumps(data))
-    assert load_peaks(name=peaks.device) is None
+
+
+def test_device_peaks_that_fail_their_mac_are_measured_again_and_sealed_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Peaks rewritten by hand (x1000: every % of speed of light falls) are not loaded, and the next
+    session measures them again (issue 28), caching the new measurement under a fresh MAC."""
+    from cudasmith import device
+    from cudasmith.device import DevicePeaks, load_peaks, save_peaks, software_versions, speed_of_light
+    from cudasmith.hardware import device_name
+
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))  # this CPU's peaks, not measured in other tests
+
+    def peaks(bandwidth: float) -> DevicePeaks:
+        return DevicePeaks(device_name("cpu"), "cpu", bandwidth, {"float32": 0.2}, {"float32": 0.3}, 2**25,
+                           versions=software_versions())  # fmt: skip
+
+    path = save_peaks(peaks(50.0))
+    assert load_peaks("cpu") == peaks(50.0)
+    _tamper(path, "memory_gb_per_s", 1000.0)
+    assert load_peaks("cpu") is None
+    measurements = [peaks(51.0), peaks(50.5), peaks(50.8)]
+    monkeypatch.setattr(speed_of_light, "measure_peaks", lambda _device: measurements.pop(0))
+    assert device.ensure_peaks("cpu").memory_gb_per_s == 51.0
+    assert measurements == [], "measured again, each repeat"
+    assert load_peaks("cpu") == device.ensure_peaks("cpu") == peaks(51.0), "cached again, sealed"
+
+
+def test_a_sealed_document_opens_only_with_its_mac_and_purpose() -> None:
     assert seal.unseal(seal.seal({"median_ms": 1.0}, "baseline-time"), "baseline-time") == {"median_ms": 1.0}
+    assert seal.unseal(seal.seal({"median_ms": 1.0}, "baseline-time"), "device-peaks") is None
     assert seal.unseal({"median_ms": 1.0, "mac": "0" * 64}, "baseline-time") is None
+
+
+def test_a_launch_cost_that_fails_its_mac_is_calibrated_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launch cost a timing plan adds to every GPU time: a forged one is calibrated again."""
+    import torch
+
+    from cudasmith.device import launch_cost, software_versions
+
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
+    name = "NVIDIA H200 (test)"
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: name)
+    monkeypatch.setattr(launch_cost, "_loaded", {})
+    cost = launch_cost.LaunchCost(name, 0.74, 1.36, 0.62, versions=software_versions())
+    path = launch_cost.save_launch_cost(cost)
+    monkeypatch.setattr(launch_cost, "_loaded", {})
+    _tamper(path, "launch_us", 100.0)
+    calibrations = [launch_cost.LaunchCost(name, 0.75, 1.37, 0.62, versions=software_versions())]
+    monkeypatch.setattr(launch_cost, "measure_launch_cost", lambda: calibrations.pop(0))
+    assert launch_cost.ensure_launch_cost().launch_us == 0.75 and calibrations == []
+    monkeypatch.setattr(launch_cost, "_loaded", {})
+    assert launch_cost.load_launch_cost(name).launch_us == 0.75, "cached again, sealed"
 
 
 def test_a_build_folder_changed_after_its_seal_is_not_trusted(tmp_path: Path) -> None:
