@@ -5,6 +5,8 @@
 - **A user and mount namespace**: every mount read-only but the write roots (EROFS elsewhere), what must
   stay unread covered by empty mounts.
 
+Under both, the process writes its own /proc entry, opens only the device nodes listed here, and then
+gives up every capability (drop_capabilities), so that a worker started by root cannot undo any of it.
 Both must run in a single-threaded process (the supervisor runs them between fork and exec) and raise
 OSError where the kernel refuses.
 """
@@ -20,8 +22,8 @@ from pathlib import Path
 PROC = "/proc"
 # /proc's links to the process that reads them: they resolve to its own entry, which is allowed.
 PROC_LINKS = ("self", "thread-self")
-# /dev/shm carries CPU outputs to the judge (a write root).
 DEVICES = "/dev"
+# Shared memory carries CPU outputs to the judge: a write root.
 SHARED_MEMORY = "/dev/shm"
 # The device nodes a worker opens (read, write, ioctl), by name below /dev: the null and random ones,
 # terminals, and a GPU's (nvidia0, nvidiactl, nvidia-uvm, nvidia-caps/…; DRM's dri/). Never a disk: root
@@ -154,11 +156,12 @@ def apply_landlock(policy: Policy, abi: int) -> str:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
         readable = [entry for p in policy.read for entry in (_machine_proc() if p == PROC else [p])]
-        rules = [(p, read_rights) for p in readable] + [
+        rules = [(p, read_rights) for p in readable] + [(p, device_rights) for p in device_nodes()]
+        rules += [
             (DEVICES, FS_READ_DIR),
             (own_proc_entry(), own_rights),
+            *((p, handled) for p in policy.write),
         ]
-        rules += [(p, device_rights) for p in device_nodes()] + [(p, handled) for p in policy.write]
         for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -197,8 +200,9 @@ def _check(result: int, what: str) -> None:
 
 
 def apply_namespace(policy: Policy) -> str:
-    """Enter a user and mount namespace whose mounts are read-only but the write roots, with the hidden
-    paths covered; raises OSError where the OS forbids it. Must run in a single-threaded process."""
+    """Enter a user and mount namespace whose mounts are read-only but the write roots and the process's
+    own /proc entry, with the hidden paths covered and only the listed device nodes able to open; raises
+    OSError where the OS forbids it. Must run in a single-threaded process."""
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
     _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
