@@ -1,5 +1,6 @@
 """The GPU sampler's logic on a made-up GPU (no GPU needed): the stop rule reads the CUPTI spans reported,
-a chunk at a time; records that lose a sample fall back to events."""
+a chunk at a time; records that lose a sample fall back to events; persisting L2 lines are let go before
+every flush of a cold sample."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from cudasmith.timing import clock, cuda
+from cudasmith.timing import clock, cuda, l2
 from cudasmith.timing.activity import Activity
 from cudasmith.timing.protocol import CallHooks, TimingPlan
 from cudasmith.timing.spans import SpanLog
@@ -108,6 +109,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     monkeypatch.setattr(clock, "Event", lambda enable_timing: object())
     monkeypatch.setattr(clock, "event_record", lambda event, stream: None)
     monkeypatch.setattr(clock, "event_elapsed_ms", fake.event_ms)
+    monkeypatch.setattr(l2, "CAPTURED", fake.driver)
     monkeypatch.setattr("cudasmith.timing.spans.ActivityRecorder", fake.recorder)
     return fake
 
@@ -153,6 +155,50 @@ def test_a_chunk_that_lost_a_sample_falls_back_to_events_and_says_so(gpu: FakeGp
     measurement = cuda.measure_cuda(gpu.call, 2, PLAN, CallHooks())
     assert measurement.method == "cuda-events"
     assert any(w.startswith("CUPTI saw") and "samples of" in w for w in measurement.warnings)
+
+
+def test_persisting_lines_are_let_go_before_every_flush_and_the_limit_restored(gpu: FakeGpu) -> None:
+    measurement = cuda.measure_cuda(gpu.call, 2, PLAN, CallHooks())
+    flushes = [i for i, what in enumerate(gpu.log) if what == READ]
+    assert len(flushes) == gpu.samples == len(measurement.samples_ms)
+    for at in flushes:
+        assert gpu.log[at - 3 : at] == ["sync", "reset", "clear window"], gpu.log[at - 4 : at + 1]
+    limits = [what for what in gpu.log if what.startswith("limit")]
+    assert limits == ["limit 0", f"limit {4 << 20}"], "set-aside 0 while sampling, then as it was"
+    assert gpu.log.index("limit 0") < flushes[0] and gpu.log.index(f"limit {4 << 20}") > flushes[-1]
+
+
+def test_a_hot_measurement_leaves_persisting_lines_alone(gpu: FakeGpu) -> None:
+    measurement = cuda.measure_cuda(gpu.call, 2, replace(PLAN, l2_state="hot"), CallHooks())
+    assert measurement.stop == "noise target"
+    assert not {"reset", "clear window", READ} & set(gpu.log)
+
+
+def test_the_guard_does_nothing_without_persisting_l2_and_stops_after_a_failure() -> None:
+    calls: list[str] = []
+    driver = FakeGpu().driver
+    driver.device_attribute = lambda attribute, device: (0, 0)  # before Ampere: no persisting L2
+    idle = l2.PersistingL2(driver)
+    idle.hold()
+    idle.before_sample(0)
+    idle.release()
+    assert not idle.active and not idle.warnings
+    failing = FakeGpu().driver
+    failing.reset = lambda: (calls.append("reset"), 700)[1:]
+    guard = l2.PersistingL2(failing)
+    guard.hold()
+    guard.before_sample(0)
+    guard.before_sample(0)
+    guard.release()
+    assert (
+        calls == ["reset"] and len(guard.warnings) == 1 and "may have survived the flush" in guard.warnings[0]
+    )
+    quiet = FakeGpu()
+    quiet.driver.set_stream_attribute = lambda stream, attribute, value: (1,)  # the legacy default stream
+    kept = l2.PersistingL2(quiet.driver)
+    kept.before_sample(0)
+    kept.before_sample(0)
+    assert quiet.log == ["reset", "reset"] and kept.active and not kept.warnings
 
 
 def test_span_log_gives_each_chunk_its_samples() -> None:

@@ -1,8 +1,9 @@
 """GPU samples for the timing protocol: L2 flush, a blocking kernel that queues each call, CUPTI spans.
 
 One sample, all on the timing stream (PyTorch's current stream):
-  1. cold L2: a kernel reads L2_FLUSH_FACTOR times the L2 size (reads leave clean lines, so the timed
-     call pays no write-back of the flush, as with Nsight Compute's cache control);
+  1. cold L2: lines pinned as persisting are made normal (l2.py), then a kernel reads L2_FLUSH_FACTOR
+     times the L2 size (reads leave clean lines, so the timed call pays no write-back of the flush, as
+     with Nsight Compute's cache control);
   2. the blocking kernel spins on a word of mapped host memory; while it spins it measures the SM
      clock (nvbench's throttle check);
   3. CUDA event, the call, CUDA event: the host issues all of it while the GPU waits, so the host's
@@ -31,6 +32,7 @@ import torch
 
 from cudasmith.errors import CudasmithError
 from cudasmith.timing import clock
+from cudasmith.timing.l2 import PersistingL2
 from cudasmith.timing.protocol import CallHooks, Measurement, StopRule, TimingError, TimingPlan, warm_up
 from cudasmith.timing.spans import SpanLog, with_launch_cost
 
@@ -217,10 +219,16 @@ def _take_sample(
     cold: bool,
     queued: bool,
     events: tuple[Any, Any],
+    pinned: PersistingL2 | None = None,
 ) -> tuple[_Sample, Any]:
     words = kit.words.host if kit is not None else None
     if kit is not None and words is not None:
         if cold:
+            if pinned is not None and pinned.active:
+                # The caller's preparation (inputs perturbed on this stream, under whatever window the
+                # stream carries) has finished, so no line it pins escapes the reset.
+                clock.cuda_synchronize()
+                pinned.before_sample(stream.cuda_stream)
             kit.flush(stream.cuda_stream)
         words[0], words[1], words[2], words[3] = (0 if queued else 1), 0, 0, 0
         clock.launch_kernel(
@@ -325,12 +333,15 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     events = (clock.Event(enable_timing=True), clock.Event(enable_timing=True))
     log = SpanLog(READ if cold else BLOCKER, (BLOCKER, READ), CLOSE, clock.cuda_synchronize)
     launch_ms = plan.launch_us / 1e3 if plan.launch_us is not None else None
+    pinned = PersistingL2() if cold and kit is not None else None
     queued = kit is not None
     reference_mhz = kit.max_clock_mhz if kit is not None else None
     discarded = 0
     taken: list[_Sample] = []
     kept: list[bool] = []
     records_s = 0.0
+    if pinned is not None:
+        pinned.hold()
     if kit is not None:
         log.open(0)
     rule = StopRule(plan)
@@ -353,7 +364,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
                 break
             number, index = len(taken), rule.count % n_sets
             hooks.before(number, index)
-            sample, output = _take_sample(kit, call, index, stream, cold, queued, events)
+            sample, output = _take_sample(kit, call, index, stream, cold, queued, events, pinned)
             if kit is not None:  # after the whole device finished the call, before the hooks' own work
                 clock.launch_kernel(kit.close, grid=1, block=1, stream=stream.cuda_stream)
             taken.append(sample)
@@ -385,6 +396,9 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         began = clock.perf_counter()
         log.close(len(taken))
         records_s += clock.perf_counter() - began
+        if pinned is not None:
+            pinned.release()
+            warnings += pinned.warnings
     sampled = clock.perf_counter()
     phases = {"warmup": warmed - begun, "sampling": sampled - warmed - records_s}
     if discarded and kit is not None and kit.check_throttle:
