@@ -16,6 +16,7 @@ of that call: it cannot be built without the GPU, and the first call's extra all
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import threading
@@ -28,8 +29,10 @@ from cudasmith.exec.local import build_target, default_build_workers
 from cudasmith.exec.prebuild import BuildResult, build, needs_build, slow_build
 
 if TYPE_CHECKING:
+    from cudasmith.harness.options import EvalOptions
     from cudasmith.harness.session import Judge
     from cudasmith.harness.verdict import Verdict
+    from cudasmith.tasks.problem import Problem
 
 
 def _source(path: Path) -> str:
@@ -41,16 +44,17 @@ def _source(path: Path) -> str:
 
 
 class BuildsAhead:
-    """A pool of build workers for one session's queue; a context manager (close() stops the pool).
+    """A pool of build workers for one problem's queue of solutions; a context manager (close() stops it).
 
     `start(paths)` queues the builds; `in_ready_order(paths)` yields the indices of `paths` in the order
     to judge them. The pool's threads are daemons: a build nobody waits for any more ends with the
     process (its sandboxed worker dies with its parent)."""
 
-    def __init__(self, judge: Judge, workers: int | None = None) -> None:
-        self.problem = ProblemRef.of(judge.problem)
-        self.options = judge.options
-        self.target = build_target([judge.options.device])
+    def __init__(self, problem: Problem, options: EvalOptions, workers: int | None = None) -> None:
+        """`workers`: builds at once (default: the cores a lane leaves, see exec.local)."""
+        self.problem = ProblemRef.of(problem)
+        self.options = options
+        self.target = build_target([options.device])
         self.workers = default_build_workers(1) if workers is None else workers
         self.results: dict[str, BuildResult] = {}
         self._scratch = Path(tempfile.mkdtemp(prefix="cudasmith-ahead-"))
@@ -125,16 +129,22 @@ class BuildsAhead:
 
 
 def judge_built_ahead(
-    judge: Judge, solutions: Sequence[str | Path], workers: int | None = None
+    judge: Judge,
+    solutions: Sequence[str | Path],
+    workers: int | None = None,
+    ahead: BuildsAhead | None = None,
 ) -> Iterator[Verdict]:
     """Judge `solutions` in `judge`'s session with their builds sent ahead; verdicts in the order given.
-    `workers`: builds at once (default: the cores a lane leaves, see exec.local)."""
+    `workers`: builds at once; `ahead`: a pool the caller started already (and closes)."""
     paths = [Path(solution) for solution in solutions]
-    with BuildsAhead(judge, workers) as ahead:
-        ahead.start(paths)
+    with contextlib.ExitStack() as owned:
+        if ahead is None:
+            ahead = owned.enter_context(BuildsAhead(judge.problem, judge.options, workers))
+            ahead.start(paths)
         order: list[int] = []
 
         def queue() -> Iterator[Path]:
+            assert ahead is not None
             for index in ahead.in_ready_order(paths):
                 order.append(index)
                 yield paths[index]
