@@ -88,6 +88,25 @@ def test_without_build_workers_nothing_is_built_or_reordered(
     assert verdicts == judge.judged == list(SOURCES)
 
 
+def test_a_lone_solution_builds_ahead_only_an_extension(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+
+    def fake_build(job: Job, scratch: Path, target: str | None) -> BuildResult:
+        built.append(job.file_name)
+        return BuildResult(True, 0.0)
+
+    monkeypatch.setattr(ahead, "build", fake_build)
+    for name in ("c_kernel.py", "extension.py"):
+        judge = FakeJudge(folder / "problem.py", "", threading.Event())
+        verdicts = list(ahead.judge_built_ahead(judge, [folder / name], workers=1))  # type: ignore[arg-type]
+        assert [v.solution for v in verdicts] == [name]
+    assert built == ["extension.py"], (
+        "a C kernel alone compiles in its judged worker, which nothing waits for"
+    )
+
+
 @pytest.mark.slow
 def test_eval_of_several_solutions_builds_them_ahead_and_answers_in_order(tmp_path: Path) -> None:
     honest = (SOLUTIONS / "vector_add_cpu.py").read_text()

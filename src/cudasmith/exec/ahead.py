@@ -66,11 +66,16 @@ class BuildsAhead:
         self._threads: list[threading.Thread] = []
 
     def start(self, paths: Sequence[Path]) -> None:
-        """Queue the build of every solution that needs one, extension builds first (call it once)."""
+        """Queue the build of every solution that needs one, extension builds first (call it once). A lone
+        solution's NVRTC or C build is left to its judged worker: nothing would be judged meanwhile."""
         jobs = []
         for path in paths if self.workers > 0 else ():
             source = _source(path)
-            if not needs_build(source) or source in self._started:
+            if (
+                not needs_build(source)
+                or source in self._started
+                or (len(paths) == 1 and not slow_build(source))
+            ):
                 continue
             self._started.add(source)
             if slow_build(source):
