@@ -22,7 +22,7 @@ from cudasmith.harness.screen import screen
 from cudasmith.runtime import compile_cuda
 from test_candidates import ARCH, nvrtc_kernels
 
-from conftest import ROOT, SOLUTIONS
+from conftest import EXAMPLES, ROOT, SOLUTIONS
 
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -345,3 +345,28 @@ def test_a_cpu_stream_run(tmp_path: Path) -> None:
     assert {n: r["status"] for n, r in row["results"].items()} == expected
     assert row["judged"] == 3 and row["unexpected"] == [] and row["warm_median_s"] > 0
     assert document["judge_errors"] == []
+
+
+@pytest.mark.slow
+def test_the_interference_child_times_the_honest_kernel_alone_and_in_flight(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        children = importlib.import_module("stream_children")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    # On the CPU: the C softmax example is the honest kernel, a wrong softmax keeps the session busy.
+    monkeypatch.setattr(children, "BATCH", EXAMPLES)
+    monkeypatch.setattr(children, "HONEST", "softmax_cpu.py")
+    (tmp_path / "busy.py").write_text((SOLUTIONS / "softmax_cpu_unnormalised.py").read_text())
+    args = argparse.Namespace(
+        device="cpu", baselines="eager", in_flight=1, candidates=tmp_path, names=["busy.py"]
+    )
+    events: list[dict[str, Any]] = []
+    children.child_interference(args, lambda **event: events.append(event))
+    honest = [e for e in events if e["event"] == "honest"]
+    assert [e["role"] for e in honest] == ["alone"] * 2 + ["in_flight"] * 2
+    assert all(e["status"] == "correct" and e["times_ms"] and all(e["times_ms"]) for e in honest), honest
+    found = importlib.import_module("throughput_stream").compare_times(honest[:2], honest[2:])
+    assert len(found["delta_pct"]) == len(honest[0]["times_ms"])
