@@ -78,6 +78,23 @@ def test_ready_solutions_go_first_and_verdicts_come_in_the_order_given(
     assert built[0] == "extension.py" and set(built) <= {"extension.py", "c_kernel.py"}, built
 
 
+def test_the_session_says_when_it_waits_for_a_build(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    finished = threading.Event()
+    monkeypatch.setattr(ahead, "build", lambda job, *_: BuildResult(finished.wait(30), 0.0))
+    judge = FakeJudge(folder / "problem.py", "", finished)
+    said: list[tuple[str, int, int]] = []
+
+    def progress(what: str, done: int, total: int) -> None:
+        said.append((what, done, total))
+        finished.set()  # the extension's build ends only once the session said it waits for it
+
+    judge.progress = progress  # type: ignore[attr-defined]
+    given = [folder / name for name in SOURCES]
+    assert [v.solution for v in ahead.judge_built_ahead(judge, given, workers=2)] == list(SOURCES)  # type: ignore[arg-type]
+    assert said == [("waiting for 1 build ahead", 3, 4)]
+    assert judge.judged[-1] == "extension.py"
+
+
 def test_without_build_workers_nothing_is_built_or_reordered(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

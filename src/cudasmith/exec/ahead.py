@@ -20,13 +20,14 @@ import contextlib
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudasmith.exec.jobs import Job, ProblemRef
 from cudasmith.exec.local import build_target, default_build_workers
 from cudasmith.exec.prebuild import BuildResult, build, needs_build, slow_build
+from cudasmith.wording import plural
 
 if TYPE_CHECKING:
     from cudasmith.harness.options import EvalOptions
@@ -107,13 +108,18 @@ class BuildsAhead:
     def _ready(self, source: str) -> bool:
         return source not in self._waited or source in self.results or self._closed
 
-    def in_ready_order(self, paths: Sequence[Path]) -> Iterator[int]:
-        """Indices into `paths`: the first ready one each time, waiting only while none is ready."""
+    def in_ready_order(
+        self, paths: Sequence[Path], waiting: Callable[[int], None] | None = None
+    ) -> Iterator[int]:
+        """Indices into `paths`: the first ready one each time, waiting only while none is ready;
+        `waiting(n)` is told, before each wait, how many of the rest wait for their build."""
         sources = [_source(path) for path in paths]
         pending = list(range(len(paths)))
         while pending:
             with self._lock:
                 while not (ready := [i for i in pending if self._ready(sources[i])]):
+                    if waiting is not None:
+                        waiting(len(pending))
                     self._lock.wait()
             pending.remove(ready[0])
             yield ready[0]
@@ -150,7 +156,13 @@ def judge_built_ahead(
 
         def queue() -> Iterator[Path]:
             assert ahead is not None
-            for index in ahead.in_ready_order(paths):
+            progress = getattr(judge, "progress", None)
+
+            def waiting(count: int) -> None:
+                if progress is not None:
+                    progress(f"waiting for {plural(count, 'build')} ahead", len(order), len(paths))
+
+            for index in ahead.in_ready_order(paths, waiting):
                 order.append(index)
                 yield paths[index]
 
