@@ -18,8 +18,10 @@ import pytest
 
 from cudasmith.harness import sandbox
 from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.scratch import Scratch
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import Status
+from cudasmith.runtime import compile_c
 from cudasmith.store import CacheKey, Run, RunStore
 
 from conftest import SOLUTIONS
@@ -169,6 +171,37 @@ def test_a_confined_process_names_its_threads_as_cuda_does_and_writes_no_other_p
     _, wrote, name, parent, sysctl = _confined(policy, mechanism, _name_a_thread_and_reach_other_entries)
     assert (wrote, name) == ("wrote 14", "cuda-EvtHandlr")
     assert parent.startswith("refused") and sysctl.startswith("refused"), (parent, sysctl)
+
+
+def _compile_as_the_judge_does_before_the_solution_loads(environment: dict[str, str]) -> list[str]:
+    """In a candidate worker's environment: compile a C kernel, as the perturbation (and on a GPU the timing
+    kernels) are compiled before the solution loads."""
+    os.environ.update(environment)
+    try:
+        kernel = compile_c(f"int judged(void) {{ return {secrets.randbits(30)}; }}", "judged")
+        return [f"compiled into {kernel.library_path.parent}"]
+    except Exception as exc:
+        return [f"failed: {type(exc).__name__}: {exc}"]
+
+
+@pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
+def test_the_judge_s_own_kernels_build_in_a_confined_worker_before_the_solution_loads(
+    mechanism: str, tmp_path: Path
+) -> None:
+    """The shared cache is read-only to a candidate's worker and the key that vouches for its files is out
+    of reach: the judge's own kernels (the timing kit on a GPU, whose absence once rejected every timed
+    candidate for 'switching off the judge's recording') build in the worker's scratch folder instead."""
+    scratch = Scratch(Path(sandbox.__file__))
+    try:
+        environment = scratch.env()
+        _, outcome = _confined(
+            scratch.policy,
+            mechanism,
+            lambda: _compile_as_the_judge_does_before_the_solution_loads(environment),
+        )
+        assert outcome == f"compiled into {scratch.root / 'build' / '_cpu'}", outcome
+    finally:
+        scratch.remove()
 
 
 def _unlisted_device() -> str | None:

@@ -27,6 +27,7 @@ from cudasmith.harness.supervisor import PARENT_ENV
 from cudasmith.harness.transfer import sweep_shared
 from cudasmith.harness.verdict import Status
 from cudasmith.runtime import seal
+from cudasmith.runtime.cache import cache_root
 
 # The judge's processes import only trusted code: -P keeps the working directory (where a candidate may
 # have left a `numpy.py`) off sys.path, -s keeps the user's site-packages (writable by any candidate) off it.
@@ -110,6 +111,9 @@ def _worker_env(
     if seal.KEY_ENV in os.environ:
         env[seal.KEY_ENV] = os.environ[seal.KEY_ENV]
     env["CUDASMITH_WORKER"] = role
+    # The CUDA driver caches the machine code it makes of PTX in $HOME/.nv unless told otherwise: the judge's
+    # own workers keep it in cudasmith's cache instead (a candidate's worker keeps its own in its scratch).
+    env.setdefault("CUDA_CACHE_PATH", str(cache_root() / "nv"))
     if gpu_index is not None:  # the worker sees that one GPU, as cuda:0
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
     env.update(extra or {})

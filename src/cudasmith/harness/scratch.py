@@ -22,7 +22,14 @@ from pathlib import Path
 
 from cudasmith.harness import sandbox
 from cudasmith.runtime import seal
-from cudasmith.runtime.cache import BUILT_KINDS, CACHE_KINDS, cache_root, extension_root, extensions_base
+from cudasmith.runtime.cache import (
+    BUILD_DIR_ENV,
+    BUILT_KINDS,
+    CACHE_KINDS,
+    cache_root,
+    extension_root,
+    extensions_base,
+)
 
 # The file in a build folder that holds its seal.
 SEAL_FILE = ".cudasmith-seal"
@@ -93,6 +100,11 @@ class Scratch:
             "HOME": str(self.root / "home"),
             "XDG_CACHE_HOME": str(self.root / "cache"),
             "CUDA_CACHE_PATH": str(self.root / "cache" / "nv"),
+            # What the judge's own code compiles in the worker before the solution loads (the timing
+            # kernels, the perturbation) is built here: the shared cache is read-only to the worker, and
+            # the key that vouches for what is in it is out of its reach. The load moves this to the
+            # solution's own build folder (candidate.set_build_environment).
+            BUILD_DIR_ENV: str(self.root / "build"),
             # The worker finds the build cache where this process does, though its HOME moved.
             "CUDASMITH_CACHE": str(cache_root()),
         }
