@@ -168,6 +168,7 @@ def test_time_limits_reach_the_harness_options(monkeypatch: pytest.MonkeyPatch) 
 
     class Judge:
         def __init__(self, problem: object, options: EvalOptions, *args: object, **kwargs: object) -> None:
+            self.problem, self.options = problem, options  # builds ahead read both
             seen.append(options)
 
         def __enter__(self) -> Judge:

@@ -38,6 +38,22 @@ def test_only_the_marked_calls_count_and_compiled_regions_are_found() -> None:
     assert audit.compiled_regions == 1
 
 
+def test_the_cpu_own_share_is_the_marked_calls_time_outside_compute_less_the_floor() -> None:
+    marker, floor = "cudasmith-call-1", "cudasmith-call-1-floor"
+    events = [
+        op(floor, 0, 10, "user_annotation"), op(floor, 20, 30, "user_annotation"), op(floor, 40, 70, "user_annotation"),
+        op("aten::mul", 80, 90),                                          # a warm-up call: unmarked, not counted
+        op(marker, 100, 200, "user_annotation"), op("aten::mul", 110, 190), op("aten::mul", 120, 180),
+        op(marker, 300, 400, "user_annotation"), op("aten::empty", 305, 310), op("aten::add", 310, 390),
+    ]  # fmt: skip
+    audit = audit_ops(events, marker, floor)
+    assert audit.floor == [10, 10, 30] and audit.calls == [[100, 80], [100, 80]]
+    # Each call: 100 ns, 80 in compute, 10 the floor (the median floor call): 10 of the solution's own.
+    assert audit.own_share() == 20 / (20 + 160)
+    assert audit_ops(events, marker).own_share() == 40 / (40 + 160)  # without the floor
+    assert audit_ops(events).own_share() is None  # no marked calls: not known
+
+
 def _own(names: set[str]) -> OwnKernels:
     own = OwnKernels(Origins(*trusted_roots()))
     own._claim(names)

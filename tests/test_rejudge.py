@@ -171,7 +171,7 @@ def test_a_kernelbench_run_rejudged_under_its_own_rules(kernelbench_run: tuple[P
         if expected is None:  # the output cache: caught, by a wrong value or on a timed call
             assert kernel.status in ("incorrect", "rejected"), kernel.reason
         else:
-            assert kernel.kind == expected, (name, kernel.reason)
+            assert kernel.kind == expected, (name, kernel.reason, kernel.own_share)
             # KernelBench's own check beside ours: it holds where ours does and fails the wrong answers.
             assert kernel.kernelbench_tolerance is (expected != "incorrect"), (name, kernel.reason)
         assert kernel.claimed_correct is True and kernel.rules == "kernelbench"

@@ -3,7 +3,9 @@
 import torch
 from torch import nn
 
-N, M = 512, 512
+# Wide enough that the rewrite's multiply (about a millisecond on the CPU) outweighs Python's cost of calling
+# it, which the CPU's own-share measure counts as the solution's.
+N, M = 128, 16384
 
 
 class Model(nn.Module):

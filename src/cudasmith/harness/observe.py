@@ -173,21 +173,39 @@ class OpAudit:
     compute: Counter[str] = field(default_factory=Counter)
     compiled_regions: int = 0
     compute_ns: int = 0
+    # Per marked call (with a marker): [its duration, its PyTorch compute], in nanoseconds.
+    calls: list[list[int]] = field(default_factory=list)
+    # Durations of the floor's marked calls: a module that returns its input, called as the solution is.
+    floor: list[int] = field(default_factory=list)
 
     def merge(self, other: OpAudit) -> None:
         self.compute.update(other.compute)
         self.compiled_regions += other.compiled_regions
         self.compute_ns += other.compute_ns
+        self.calls.extend(other.calls)
+        self.floor.extend(other.floor)
+
+    def own_share(self) -> float | None:
+        """On the CPU, the share of the marked calls' time outside PyTorch's compute operators once the floor
+        (the median call of a module that returns its input: the module call and the recording) is taken out
+        of each; None without marked calls. Allocation, views and Python's cost of calling an operator (several
+        microseconds, outside the operator's range) count as the solution's: the share says little of calls
+        that take tens of microseconds."""
+        floor = sorted(self.floor)[len(self.floor) // 2] if self.floor else 0
+        own = sum(max(0, duration - compute - floor) for duration, compute in self.calls)
+        compute = sum(compute for _, compute in self.calls)
+        return own / (own + compute) if own + compute > 0 else None
 
 
 def _namespace(name: str) -> str:
     return name.split("::", 1)[0] if "::" in name else ""
 
 
-def audit_ops(events: list[CpuEvent], marker: str | None = None) -> OpAudit:
+def audit_ops(events: list[CpuEvent], marker: str | None = None, floor_marker: str | None = None) -> OpAudit:
     """The compute among the operators: PyTorch operators that are not allocation, views, copies or
     metadata, counted where the candidate called them (what they call in turn is part of them). With
-    `marker`, only operators inside ranges of that name count (the calls, not the judge's work between)."""
+    `marker`, only operators inside ranges of that name count (the calls, not the judge's work between), and
+    each range's time is kept (OpAudit.calls); ranges named `floor_marker` are the floor's calls."""
     allowed = ALLOWED_OPS
     audit = OpAudit()
     by_thread: dict[int, list[CpuEvent]] = {}
@@ -196,12 +214,19 @@ def audit_ops(events: list[CpuEvent], marker: str | None = None) -> OpAudit:
     for thread_events in by_thread.values():
         thread_events.sort(key=lambda e: (e.start_ns, -e.end_ns))
         stack: list[tuple[CpuEvent, bool, bool]] = []  # (event, inside a marker, inside an allowed op)
+        calls: list[int] = []  # indexes into audit.calls of the marked calls open on this thread
         for event in thread_events:
             while stack and stack[-1][0].end_ns <= event.start_ns:
-                stack.pop()
+                if stack.pop()[0].name == marker and calls:
+                    calls.pop()
             in_marker = marker is None or any(item[1] for item in stack[-1:])
             covered = bool(stack) and stack[-1][2]
+            if floor_marker is not None and event.name == floor_marker:
+                audit.floor.append(event.end_ns - event.start_ns)
+                continue
             if event.name == marker:
+                audit.calls.append([event.end_ns - event.start_ns, 0])
+                calls.append(len(audit.calls) - 1)
                 stack.append((event, True, covered))
                 continue
             if event.kind == "user_annotation" or event.name.startswith(COMPILED_REGION):
@@ -214,6 +239,8 @@ def audit_ops(events: list[CpuEvent], marker: str | None = None) -> OpAudit:
             if in_marker and not covered and not is_allowed and _namespace(event.name) in PYTORCH_NAMESPACES:
                 audit.compute[event.name] += 1
                 audit.compute_ns += event.end_ns - event.start_ns
+                if calls:
+                    audit.calls[calls[-1]][1] += event.end_ns - event.start_ns
                 covered = True  # what it calls is part of it
             stack.append((event, in_marker, covered or is_allowed))
     return audit
