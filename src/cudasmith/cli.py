@@ -20,6 +20,7 @@ from cudasmith.cli_common import (
     DeviceOption,
     FirstCallExtraOption,
     FromOption,
+    InFlightOption,
     JudgeDeviceOption,
     LoadTimeLimitOption,
     MemoryLimitOption,
@@ -142,6 +143,7 @@ def eval_command(
     first_call_extra: FirstCallExtraOption = None,
     memory_limit_gib: MemoryLimitOption = None,
     rules: RulesOption = "strict",
+    in_flight: InFlightOption = None,
 ) -> None:
     """Judge SOLUTIONS against a task: correct on every config and input set, and how fast.
 
@@ -172,6 +174,7 @@ def eval_command(
             l2_state=l2,
             graph=graph,
             rules=rules,
+            in_flight=in_flight,
             **time_limits(time_limit, load_time_limit, first_call_extra),
             **memory_limit(memory_limit_gib),
         )

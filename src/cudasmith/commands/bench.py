@@ -18,6 +18,7 @@ from cudasmith.cli_common import (
     BuildWorkersOption,
     ExecutorOption,
     GpusOption,
+    InFlightOption,
     MemoryLimitOption,
     RulesOption,
     memory_limit,
@@ -230,6 +231,7 @@ def bench_command(
     build_workers: BuildWorkersOption = None,
     memory_limit_gib: MemoryLimitOption = None,
     rules: RulesOption = "strict",
+    in_flight: InFlightOption = None,
 ) -> None:
     """Bench kernels over tasks: a folder of existing solutions, or a model (--model) over a level or
     named tasks. Prints correctness, fast_p against each baseline, speedups, pass@k, % of speed of
@@ -267,6 +269,7 @@ def bench_command(
         baselines=parse_baselines(baselines) if baselines else None,
         **memory_limit(memory_limit_gib),
         rules=rules,
+        in_flight=in_flight,
     )
     from cudasmith.exec import Lanes
 
