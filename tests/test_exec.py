@@ -319,3 +319,73 @@ def test_two_lanes_finish_a_batch_of_every_outcome_judging_each_candidate_once()
     assert sorted(CountingJudge.judged) == sorted(Path(name).name for name in expected for _ in range(2))
     assert [lane.judged > 0 for lane in stats.lanes] == [True, True]
     assert sum(lane.judged for lane in stats.lanes) == len(jobs) and stats.built >= 1
+
+
+def test_a_lane_judges_its_candidates_in_flight_at_once() -> None:
+    # Each judgement waits until another of the same lane judges too: only candidates in flight finish.
+    together = threading.Barrier(2)
+    lane = Recording("lane", 0.0, barrier=together)
+    with Executor([lane], in_flight=2) as executor:  # type: ignore[list-item]
+        assert executor.slots == 2
+        for future in [executor.submit(job(str(i))) for i in range(4)]:
+            assert future.result(timeout=120).status == Status.CORRECT
+        stats = executor.stats()
+    assert sorted(lane.got) == ["0", "1", "2", "3"] and stats.lanes[0].judged == 4
+    assert stats.lanes[0].judging == 0 and stats.busy_fraction is not None
+
+
+class Gated:
+    """A session whose judgements wait at a gate; it notes a close that came while one was under way."""
+
+    gate = threading.Event()
+    opened: ClassVar[list[Gated]] = []
+
+    def __init__(self, problem: Problem, options: EvalOptions) -> None:
+        self.busy = 0
+        self.closed_while_busy = False
+        self.in_flight = options.in_flight
+        Gated.opened.append(self)
+
+    def __enter__(self) -> Gated:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.closed_while_busy = self.closed_while_busy or self.busy > 0
+
+    def judge(self, path: Path) -> Verdict:
+        self.busy += 1
+        Gated.gate.wait(60)
+        self.busy -= 1
+        return Verdict(Status.CORRECT, "fine", "add_small", str(path), "cpu")
+
+
+def test_a_lane_opens_another_session_only_once_the_candidates_in_the_old_one_are_done(
+    tmp_path: Path,
+) -> None:
+    Gated.gate.clear()
+    Gated.opened = []
+    lane = Lane("cpu", Gated, in_flight=3)  # type: ignore[arg-type]
+    try:
+        first = threading.Thread(target=lane.judge, args=(job("a"),))
+        first.start()
+        deadline = time.monotonic() + 60
+        while not (Gated.opened and Gated.opened[0].busy):
+            assert time.monotonic() < deadline
+            threading.Event().wait(0.01)
+        verdicts: list[Verdict] = []
+        second = threading.Thread(
+            target=lambda: verdicts.append(lane.judge(job("b", other_problem(tmp_path))))
+        )
+        second.start()
+        while not lane._cond._waiters:  # type: ignore[attr-defined]  # the second waits for the first
+            assert time.monotonic() < deadline
+            threading.Event().wait(0.01)
+        assert len(Gated.opened) == 1
+        Gated.gate.set()
+        first.join(60)
+        second.join(60)
+    finally:
+        lane.close()
+    assert [v.status for v in verdicts] == [Status.CORRECT] and len(Gated.opened) == 2
+    assert not any(session.closed_while_busy for session in Gated.opened)
+    assert Gated.opened[0].in_flight == 3, "the lane's count reaches the session's options"

@@ -20,6 +20,7 @@ from cudasmith.cli_common import (
     DeviceOption,
     FirstCallExtraOption,
     FromOption,
+    InFlightOption,
     JudgeDeviceOption,
     LoadTimeLimitOption,
     MemoryLimitOption,
@@ -144,6 +145,7 @@ def eval_command(
     memory_limit_gib: MemoryLimitOption = None,
     rules: RulesOption = "strict",
     require_isolation: RequireIsolationOption = False,
+    in_flight: InFlightOption = None,
 ) -> None:
     """Judge SOLUTIONS against a task: correct on every config and input set, and how fast.
 
@@ -176,6 +178,7 @@ def eval_command(
             graph=graph,
             rules=rules,
             require_isolation=require_isolation,
+            in_flight=in_flight,
             **time_limits(time_limit, load_time_limit, first_call_extra),
             **memory_limit(memory_limit_gib),
         )

@@ -199,6 +199,18 @@ FirstCallExtraOption = Annotated[
 ]
 
 # cudasmith.harness.memory.MEMORY_LIMIT_OPTION names this option in the judge's messages.
+InFlightOption = Annotated[
+    int | None,
+    typer.Option(
+        "--in-flight",
+        metavar="N",
+        min=1,
+        max=64,
+        help="Candidates judged at once per GPU (each in its own process; timing stays alone on the device) "
+        "\\[default: from the cores and GPU memory]",
+        show_default=False,
+    ),
+]
 MemoryLimitOption = Annotated[
     float | None,
     typer.Option(

@@ -146,7 +146,7 @@ def judge_pending(
         return None
     if progress:
         progress(f"judging {plural(len(to_judge), 'kernel')}", done, len(candidates))
-    with (lanes or Lanes()).make(options.device) as executor:
+    with (lanes or Lanes()).make(options.device, options.in_flight) as executor:
         futures = {executor.submit(job): (candidate, key) for candidate, job, key in to_judge}
         for future in as_completed(futures):
             candidate, key = futures[future]

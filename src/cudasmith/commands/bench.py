@@ -18,6 +18,7 @@ from cudasmith.cli_common import (
     BuildWorkersOption,
     ExecutorOption,
     GpusOption,
+    InFlightOption,
     MemoryLimitOption,
     RequireIsolationOption,
     RulesOption,
@@ -232,6 +233,7 @@ def bench_command(
     build_workers: BuildWorkersOption = None,
     memory_limit_gib: MemoryLimitOption = None,
     rules: RulesOption = "strict",
+    in_flight: InFlightOption = None,
 ) -> None:
     """Bench kernels over tasks: a folder of existing solutions, or a model (--model) over a level or
     named tasks. Prints correctness, fast_p against each baseline, speedups, pass@k, % of speed of
@@ -270,6 +272,7 @@ def bench_command(
         **memory_limit(memory_limit_gib),
         rules=rules,
         require_isolation=require_isolation,
+        in_flight=in_flight,
     )
     options.check_isolation()
     from cudasmith.exec import Lanes

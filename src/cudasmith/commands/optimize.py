@@ -14,6 +14,7 @@ from cudasmith.cli_common import (
     BuildWorkersOption,
     ExecutorOption,
     GpusOption,
+    InFlightOption,
     MemoryLimitOption,
     memory_limit,
 )
@@ -70,6 +71,7 @@ def optimize_command(
     address: AddressOption = None,
     build_workers: BuildWorkersOption = None,
     memory_limit_gib: MemoryLimitOption = None,
+    in_flight: InFlightOption = None,
 ) -> None:
     """Search for a faster kernel of TASK with language models: N candidates per round, D rounds, each
     judged (compile, correctness, timing) and the best seeding the next round (fsr), or islands of
@@ -118,7 +120,11 @@ def optimize_command(
                 config=settings,
                 llm_config=load_llm_config(config),
                 options=EvalOptions(
-                    seed=seed, seeds_per_config=seeds, timing=timing, **memory_limit(memory_limit_gib)
+                    seed=seed,
+                    seeds_per_config=seeds,
+                    timing=timing,
+                    in_flight=in_flight,
+                    **memory_limit(memory_limit_gib),
                 ),
                 templates=templates or templates_from_config(config),
                 executor=executor,

@@ -39,8 +39,11 @@ class Lanes:
         """Refuse a bad choice in one line, before a run is stored."""
         check_executor(self.executor, device, self.gpus, self.address)
 
-    def make(self, device: str) -> Executor:
-        return make_executor(self.executor, device, self.gpus, self.address, self.build_workers)
+    def make(self, device: str, in_flight: int | None = None) -> Executor:
+        """The executor; `in_flight`: candidates per lane at once (EvalOptions.in_flight)."""
+        return make_executor(
+            self.executor, device, self.gpus, self.address, self.build_workers, in_flight=in_flight
+        )
 
     def as_kwargs(self) -> dict[str, Any]:
         """As `optimize()` takes them."""
@@ -73,23 +76,25 @@ def make_executor(
     address: str | None = None,
     build_workers: int | None = None,
     factory: JudgeFactory | None = None,
+    in_flight: int | None = None,
 ) -> Executor:
     """An executor of `kind` for `device` ('cuda', 'cuda:N' or 'cpu'): local lanes on the GPUs `gpus`
     names (default all visible), or Ray lanes on the cluster at `address` (default a local instance).
-    `factory`: what opens the local lanes' sessions (tests pass a scripted judge)."""
+    `factory`: what opens the local lanes' sessions (tests pass a scripted judge); `in_flight`:
+    candidates each lane judges at once (default from the cores and GPU memory)."""
     device = device or _default()
     devices = check_executor(kind, device, gpus, address)
     if devices is not None:
         from cudasmith.exec.local import LocalExecutor
         from cudasmith.harness.session import Judge
 
-        return LocalExecutor(devices, build_workers, factory or Judge)
+        return LocalExecutor(devices, build_workers, factory or Judge, in_flight)
     if factory is not None:
         raise UsageError("a scripted judge runs in this process: use the local executor")
     from cudasmith.exec.ray_executor import RayExecutor
 
     lanes = None if gpus in (None, "all") else int(gpus)
-    return RayExecutor(device, lanes, address, build_workers)
+    return RayExecutor(device, lanes, address, build_workers, in_flight)
 
 
 def _default() -> str:

@@ -4,10 +4,11 @@
         futures = [executor.submit(job) for job in jobs]      # or: await executor.judge(job)
 
 A candidate first goes to the build pool when its import compiles something (see prebuild.py), then
-waits as ready. Each lane has a thread that takes the next ready candidate (one of the problem whose
-session it has open first, else the oldest) and judges it on its backend: an in-process `Lane` for the
-local executor, a Ray actor for the Ray executor. The scheduling, the queue and the statistics are the
-same for both; only where the lanes and builds run differs.
+waits as ready. Each lane has `in_flight` threads, each taking the next ready candidate (one of the
+problem whose session the lane has open first, else the oldest) and judging it on the lane's backend: an
+in-process `Lane` for the local executor, a Ray actor for the Ray executor. A lane's session judges its
+candidates in flight at once, each timed alone (harness/lease.py). The scheduling, the queue and the
+statistics are the same for both; only where the lanes and builds run differs.
 """
 
 from __future__ import annotations
@@ -49,14 +50,15 @@ Builder = Callable[[Job], BuildResult]
 
 @dataclass
 class LaneStats:
-    """What one lane did: candidates judged, seconds spent judging them, sessions opened, restarts."""
+    """What one lane did: candidates judged, seconds with at least one being judged, sessions opened,
+    restarts, and how many it is judging now."""
 
     name: str
     judged: int = 0
     busy_s: float = 0.0
     sessions: int = 0
     restarts: int = 0
-    judging: bool = False
+    judging: int = 0
 
 
 @dataclass
@@ -142,11 +144,17 @@ class Executor:
     kind = "executor"
 
     def __init__(
-        self, backends: list[Backend], builder: Builder | None = None, build_workers: int = 0
+        self,
+        backends: list[Backend],
+        builder: Builder | None = None,
+        build_workers: int = 0,
+        in_flight: int = 1,
     ) -> None:
+        """`in_flight`: candidates each lane judges at once (its backend must take that many calls at once)."""
         if not backends:
             raise ValueError("an executor needs at least one lane")
         self.backends = backends
+        self.in_flight = max(1, in_flight)
         self._builder = builder if build_workers > 0 else None
         self._builds = ThreadPoolExecutor(build_workers, "cudasmith-build") if self._builder else None
         self._lock = threading.Condition()
@@ -161,16 +169,17 @@ class Executor:
         self._open_keys: list[tuple[str, str] | None] = [None] * len(backends)
         self._judging_since: list[float | None] = [None] * len(backends)
         self._threads = [
-            threading.Thread(target=self._serve, args=(i,), name=f"cudasmith-lane-{i}", daemon=True)
+            threading.Thread(target=self._serve, args=(i,), name=f"cudasmith-lane-{i}-{k}", daemon=True)
             for i in range(len(backends))
+            for k in range(self.in_flight)
         ]
         for thread in self._threads:
             thread.start()
 
     @property
     def slots(self) -> int:
-        """How many candidates are judged at once."""
-        return len(self.backends)
+        """How many candidates are judged at once: `in_flight` per lane."""
+        return len(self.backends) * self.in_flight
 
     def prebuild(self, job: Job) -> None:
         """Start building a candidate ahead (when its import compiles something), before it is submitted:
@@ -237,31 +246,45 @@ class Executor:
                     entry = (same or fresh or ready)[0]
                     self._entries.remove(entry)
                     self._open_keys[lane] = entry.job.session_key
-                    self._lanes[lane].judging = True
-                    self._judging_since[lane] = time.monotonic()
+                    self._start_judging(lane)
                     return entry
                 self._lock.wait()
             return None
+
+    def _start_judging(self, lane: int) -> None:
+        """One more candidate on the lane (the caller holds the lock): busy from the first."""
+        stats = self._lanes[lane]
+        if stats.judging == 0:
+            self._judging_since[lane] = time.monotonic()
+        stats.judging += 1
+
+    def _stop_judging(self, lane: int) -> None:
+        """One candidate fewer on the lane (the caller holds the lock): idle after the last."""
+        stats = self._lanes[lane]
+        stats.judging -= 1
+        since = self._judging_since[lane]
+        if stats.judging == 0 and since is not None:
+            stats.busy_s += time.monotonic() - since
+            self._judging_since[lane] = None
 
     def _serve(self, lane: int) -> None:
         backend, stats = self.backends[lane], self._lanes[lane]
         while (entry := self._take(lane)) is not None:
             if not entry.future.set_running_or_notify_cancel():
                 with self._lock:
-                    stats.judging, self._judging_since[lane] = False, None
+                    self._stop_judging(lane)
                 continue
-            started = self._judging_since[lane] or time.monotonic()
             try:
                 verdict = backend.judge(entry.job)
             except BaseException as exc:  # the judge's own failure, told to whoever waits
                 entry.future.set_exception(exc)
             else:
-                stats.judged += 1  # before whoever waits hears of it, so the counts they read include it
+                with self._lock:
+                    stats.judged += 1  # before whoever waits hears of it, so the counts they read include it
                 entry.future.set_result(verdict)
             finally:
                 with self._lock:
-                    stats.busy_s += time.monotonic() - started
-                    stats.judging, self._judging_since[lane] = False, None
+                    self._stop_judging(lane)
             with contextlib.suppress(Exception):
                 counters = backend.counters()
                 stats.sessions, stats.restarts = counters["sessions"], counters["restarts"]

@@ -17,6 +17,7 @@ from cudasmith.exec.jobs import Job
 from cudasmith.exec.lane import JudgeFactory, Lane
 from cudasmith.exec.nvml import BusySampler
 from cudasmith.exec.prebuild import BuildResult, build
+from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.process import visible_gpu
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import Verdict
@@ -80,9 +81,9 @@ def build_target(devices: list[str]) -> str | None:
 class LocalLane:
     """A lane of this process: its judge session runs here, its workers on the lane's device."""
 
-    def __init__(self, device: str, factory: JudgeFactory = Judge) -> None:
+    def __init__(self, device: str, factory: JudgeFactory = Judge, in_flight: int | None = None) -> None:
         self.name = device
-        self.lane = Lane(device, factory)
+        self.lane = Lane(device, factory, in_flight)
 
     def judge(self, job: Job) -> Verdict:
         return self.lane.judge(job)
@@ -100,10 +101,16 @@ class LocalExecutor(Executor):
     kind = "local"
 
     def __init__(
-        self, devices: list[str], build_workers: int | None = None, factory: JudgeFactory = Judge
+        self,
+        devices: list[str],
+        build_workers: int | None = None,
+        factory: JudgeFactory = Judge,
+        in_flight: int | None = None,
     ) -> None:
         """`devices`: one lane each ('cuda:0', 'cuda:1' or 'cpu'); `build_workers`: candidates built
-        ahead at once (0: none; default from the cores the lanes leave); `factory`: the lanes' sessions."""
+        ahead at once (0: none; default from the cores the lanes leave); `factory`: the lanes' sessions;
+        `in_flight`: candidates each lane judges at once (default from the cores the lanes share)."""
+        in_flight = in_flight or default_in_flight(devices[0], len(devices))
         workers = default_build_workers(len(devices)) if build_workers is None else build_workers
         self._scratch = Path(tempfile.mkdtemp(prefix="cudasmith-build-"))
         builder = partial(self._build_one, target=build_target(devices)) if workers else None
@@ -116,7 +123,8 @@ class LocalExecutor(Executor):
                     )
                     self._samplers[device] = BusySampler(gpu)
         self._since = time.monotonic()
-        super().__init__([LocalLane(d, factory) for d in devices], builder, workers)
+        lanes = [LocalLane(d, factory, in_flight) for d in devices]
+        super().__init__(lanes, builder, workers, in_flight)  # type: ignore[arg-type]
 
     def _build_one(self, job: Job, target: str | None) -> BuildResult:
         return build(job, self._scratch, target)

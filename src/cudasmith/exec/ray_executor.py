@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from cudasmith.errors import HarnessError, UsageError
 from cudasmith.exec.base import Executor
 from cudasmith.exec.jobs import Job
 from cudasmith.exec.prebuild import BUILD_TIMEOUT_S, BuildResult, build
+from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.verdict import Verdict
 
 # One start-up message is enough: Ray's own logs stay in its session folder.
@@ -38,10 +40,10 @@ def _ray() -> Any:
 class LaneActor:
     """A lane inside a Ray worker (made an actor by RayExecutor, with the GPU Ray assigns it)."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, in_flight: int) -> None:
         from cudasmith.exec.lane import Lane
 
-        self.lane = Lane(device)
+        self.lane = Lane(device, in_flight=in_flight)
 
     def target(self) -> str | None:
         """The NVRTC target of this lane's GPU (builds are made for it), None on the CPU."""
@@ -70,22 +72,28 @@ def _build_task(job: Job, target: str | None) -> BuildResult:
 
 
 class RayLane:
-    """The driver's handle on one lane actor; an actor that died is replaced once per candidate."""
+    """The driver's handle on one lane actor (which judges its candidates in flight at once, one thread
+    each); an actor that died is replaced once per candidate, by the first of them to see it die."""
 
     def __init__(self, index: int, make: Any) -> None:
         self.name = f"ray:{index}"
         self._make = make
         self.actor = make()
         self.replaced = 0
+        self._lock = threading.Lock()
 
     def judge(self, job: Job) -> Verdict:
         ray = _ray()
+        actor = self.actor
         try:
-            return Verdict.from_dict(ray.get(self.actor.judge.remote(job)))
+            return Verdict.from_dict(ray.get(actor.judge.remote(job)))
         except ray.exceptions.RayActorError:
-            self.replaced += 1
-            self.actor = self._make()
-            return Verdict.from_dict(ray.get(self.actor.judge.remote(job)))
+            with self._lock:
+                if self.actor is actor:
+                    self.replaced += 1
+                    self.actor = self._make()
+                actor = self.actor
+            return Verdict.from_dict(ray.get(actor.judge.remote(job)))
         except ray.exceptions.RayTaskError as error:
             cause = error.as_instanceof_cause()
             if isinstance(cause, HarnessError):
@@ -114,9 +122,11 @@ class RayExecutor(Executor):
         lanes: int | None = None,
         address: str | None = None,
         build_workers: int | None = None,
+        in_flight: int | None = None,
     ) -> None:
         """`device`: 'cuda' (one lane per GPU of the cluster, or `lanes` of them) or 'cpu' (`lanes`,
-        default 1); `address`: a running cluster's, None to start a local instance for this executor."""
+        default 1); `address`: a running cluster's, None to start a local instance for this executor;
+        `in_flight`: candidates each lane judges at once (default from this machine's cores and GPU)."""
         ray = _ray()
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
@@ -127,15 +137,17 @@ class RayExecutor(Executor):
         if on_gpu and (available or 0) < count:
             self._shutdown()
             raise UsageError(f"the Ray cluster has {available} GPUs; {count} lanes asked for")
-        # A lane holds no CPU of Ray's: builds, which do, must never wait for lanes that wait for them.
-        actor = ray.remote(num_gpus=1 if on_gpu else 0, num_cpus=0)(LaneActor)
+        in_flight = in_flight or default_in_flight(device)
+        # A lane holds no CPU of Ray's: builds, which do, must never wait for lanes that wait for them. It
+        # takes as many calls at once as it has candidates in flight (a threaded actor).
+        actor = ray.remote(num_gpus=1 if on_gpu else 0, num_cpus=0, max_concurrency=in_flight)(LaneActor)
         lane_device = "cuda" if on_gpu else "cpu"
-        backends = [RayLane(i, lambda: actor.remote(lane_device)) for i in range(count)]
+        backends = [RayLane(i, lambda: actor.remote(lane_device, in_flight)) for i in range(count)]
         self._target = ray.get(backends[0].actor.target.remote())
         self._build_task = ray.remote(num_cpus=1)(_build_task)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         workers = max(1, cpus) if build_workers is None else build_workers
-        super().__init__(backends, self._build_remote, workers)  # type: ignore[arg-type]
+        super().__init__(backends, self._build_remote, workers, in_flight)  # type: ignore[arg-type]
 
     def _build_remote(self, job: Job) -> BuildResult:
         # Bounded: a build Ray cannot place (no free CPU anywhere) must not hold its candidate back.

@@ -18,13 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.messages import TimeSpec
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.verdict import Status
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
+
+if TYPE_CHECKING:
+    from cudasmith.harness.lease import Hold, Window
 
 BASELINES = {
     "eager": "eager PyTorch",
@@ -102,6 +106,8 @@ class BaselineTime:
     previous: dict[str, Any] | None = None
     drift: str | None = None
     history_ms: list[float] = field(default_factory=list)
+    # The window it was timed in (lease.py): a time from a shared window gives no speedup.
+    window: Window | None = None
 
     @property
     def median_ms(self) -> float | None:
@@ -118,6 +124,7 @@ class BaselineTime:
             "measured": "in this session, by the candidates' protocol",
             "measured_at": self.measured_at,
             "times_measured": len(self.history_ms),
+            "exclusive": self.window is None or self.window.exclusive,
         }
         if self.previous is not None:
             found["previous_session"] = self.previous
@@ -139,23 +146,34 @@ class SessionBaselines:
         self.names = names
         self.identity = identity  # problem, device, versions and plan: what a time on disk depends on
         self._worker: WorkerProcess | None = None
+        self._load_id: int | None = None
         self.times: dict[tuple[str, int], BaselineTime] = {}
 
-    def _spawn(self) -> WorkerProcess:
+    def start(self) -> None:
+        """Start the baseline worker and its load now, without waiting (it starts beside the candidates)."""
         if self._worker is None or not self._worker.alive:
-            worker = self._start_worker()
+            self._worker = self._start_worker()
+            self._load_id = self._worker.send({"op": "load"})
+
+    def _ready(self) -> WorkerProcess:
+        """The baseline worker with the problem loaded (started now if it is not running)."""
+        self.start()
+        worker = self._worker
+        assert worker is not None
+        if self._load_id is not None:
+            load_id, self._load_id = self._load_id, None
             try:
-                reply, _ = worker.request({"op": "load"}, LOAD_TIMEOUT_S, "loading the problem for baselines")
+                reply, _ = worker.wait(load_id, LOAD_TIMEOUT_S, "loading the problem for baselines")
             except WorkerFailure:
-                worker.close()
+                self.close()
                 raise
             if not reply.get("ok"):
-                worker.close()
+                self.close()
                 raise WorkerFailure(
-                    reply.get("status", "runtime_error"), reply.get("reason", "failed to load")
+                    Status.parse(reply.get("status"), Status.RUNTIME_ERROR),
+                    reply.get("reason", "failed to load"),
                 )
-            self._worker = worker
-        return self._worker
+        return worker
 
     def _path(self, name: str, config: dict[str, Any]) -> Path:
         key = content_key(json.dumps(config, sort_keys=True), name, json.dumps(self.identity, sort_keys=True))
@@ -183,9 +201,10 @@ class SessionBaselines:
             return None
 
     def for_config(
-        self, spec: TimeSpec, label: str, progress: Callable[[str], None] | None = None
+        self, spec: TimeSpec, label: str, hold: Hold, progress: Callable[[str], None] | None = None
     ) -> dict[str, BaselineTime]:
-        """Every baseline of one config, timed now when this session has no fresh measurement of it."""
+        """Every baseline of one config, timed now (in a window of `hold`, the device held alone) when
+        this session has no fresh measurement of it."""
         found = {}
         for name in self.names:
             key = (name, spec.config_index)
@@ -193,23 +212,27 @@ class SessionBaselines:
             if current is None or self._stale(current):
                 if progress is not None:
                     progress(f"timing {BASELINES[name]} on {label}")
-                current = self._measure(name, spec, label, current)
+                current = self._measure(name, spec, label, current, hold)
                 self.times[key] = current
             current.candidates_since += 1
             found[name] = current
         return found
 
-    def _measure(self, name: str, spec: TimeSpec, label: str, before: BaselineTime | None) -> BaselineTime:
+    def _measure(
+        self, name: str, spec: TimeSpec, label: str, before: BaselineTime | None, hold: Hold
+    ) -> BaselineTime:
         what = f"timing {BASELINES[name]} on {label}"
         result = BaselineTime(name)
         if before is not None:
             result.history_ms = list(before.history_ms)
             result.previous = before.previous
+        request = {"op": "time", "time": {**spec.to_dict(), "baseline": name, "checks": 0}}
         try:
-            reply, _ = self._spawn().request(
-                {"op": "time", "time": {**spec.to_dict(), "baseline": name, "checks": 0}},
-                BASELINE_TIMEOUT_S,
-                what,
+            worker = self._ready()
+            reply, result.window = hold.window(
+                worker,
+                lambda: worker.request(request, BASELINE_TIMEOUT_S, what)[0],
+                lambda reply: bool(reply.get("ok")),
             )
         except WorkerFailure as failure:
             self.close()
@@ -228,7 +251,11 @@ class SessionBaselines:
         path = self._path(name, spec.config)
         if result.previous is None and (kept := self._kept(path)) is not None:
             result.previous = {"time_ms": kept["median_ms"], "measured_at": kept["measured_at"]}
-        if measurement.get("rel_stderr", 1.0) <= NOISY_REL_STDERR:
+        if (
+            measurement.get("rel_stderr", 1.0) <= NOISY_REL_STDERR
+            and result.window is not None
+            and result.window.exclusive
+        ):
             kept = {"median_ms": measurement["median_ms"], "measured_at": result.measured_at}
             write_atomically(path, json.dumps(seal(kept, BASELINE_PURPOSE)).encode())
         return result

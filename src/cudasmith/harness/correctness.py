@@ -9,6 +9,7 @@ compare; the first failure ends the candidate, and its verdict says what failed 
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -227,7 +228,10 @@ def check_candidate(
         request = {"op": "run", "input": spec.to_dict(), "poison_bytes": judge.output_bytes(step.index)}
         started = time.monotonic()
         try:
-            reply, _ = candidate.request(request, limit, what)
+            # A call is a step of the timing lease: a timing window waits for it to end. A first call
+            # that builds is not (a window would wait out a build): its worker is paused instead.
+            with nullcontext() if builds else judge.lease.step():
+                reply, _ = candidate.request(request, limit, what)
         except WorkerFailure as failure:
             result.status, result.reason = failure.status, str(failure)
             return False

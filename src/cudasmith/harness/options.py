@@ -6,6 +6,7 @@ measure what they cost and makes a verdict that judges nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -34,6 +35,13 @@ TIMED_CHECKS = 20
 # Candidate workers started ahead of need (torch imported, CUDA context made): one per candidate.
 WARM_WORKERS_GPU = 2
 WARM_WORKERS_CPU = 1
+# Candidates judged at once by a session (each in its own worker; timing windows stay exclusive), by
+# default: on a GPU, a pair of cores and GPU_MEMORY_PER_CANDIDATE each (a candidate's import, build and
+# calls keep about one core busy, and the judge's side the other); on the CPU, one per core (its timing
+# windows pause the rest, so a core each is what the other phases can overlap on).
+IN_FLIGHT_MAX = 8
+CORES_PER_CANDIDATE_GPU = 2
+GPU_MEMORY_PER_CANDIDATE = 4 * 1024**3
 # Named rules: "strict", the solution's own kernels do the work (the problem's allowlist aside);
 # "kernelbench", PyTorch compute allowed everywhere, as KernelBench allows it (verdicts still say which
 # operators ran and what share of the time the solution's own kernels took).
@@ -76,11 +84,13 @@ class EvalOptions:
     l2_state: str | None = None
     # Time CUDA-graph replays of each call (for launch-bound kernels) instead of queued calls.
     graph: bool = False
-    # Candidate workers kept started ahead (None: WARM_WORKERS_GPU or WARM_WORKERS_CPU).
+    # Candidate workers kept started ahead (None: WARM_WORKERS_GPU or WARM_WORKERS_CPU, or in_flight if more).
     warm_workers: int | None = None
     # Refuse to judge where candidates' files cannot be isolated (sandbox.py); otherwise such verdicts
     # say "filesystem not isolated".
     require_isolation: bool = False
+    # Candidates judged at once by a session (None: default_in_flight for the device).
+    in_flight: int | None = None
 
     def validate(self) -> None:
         """Raise UsageError for options that cannot work, with what to do instead."""
@@ -100,6 +110,8 @@ class EvalOptions:
             raise UsageError("a worker's memory limit must be positive (--memory-limit)")
         if self.call_timeout_s is not None and self.call_timeout_s <= 0:
             raise UsageError("the time limit of a call must be positive (--time-limit)")
+        if self.in_flight is not None and not 1 <= self.in_flight <= 64:
+            raise UsageError("the candidates in flight must be from 1 to 64 (--in-flight)")
         self.check_isolation()
 
     def check_isolation(self) -> None:
@@ -144,4 +156,25 @@ class EvalOptions:
         """How many candidate workers to keep started ahead."""
         if self.warm_workers is not None:
             return max(0, self.warm_workers)
-        return WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU
+        return max(WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU, self.candidates_in_flight())
+
+    def candidates_in_flight(self, lanes: int = 1) -> int:
+        """How many candidates a session judges at once: `in_flight`, or the device's default."""
+        return self.in_flight if self.in_flight is not None else default_in_flight(self.device, lanes)
+
+
+def default_in_flight(device: str, lanes: int = 1) -> int:
+    """Candidates in flight per session when none is asked for, from the host's cores (shared by `lanes`
+    sessions) and, on a GPU, its memory."""
+    cores = max(1, (os.cpu_count() or 1) // max(1, lanes))
+    if not device.startswith("cuda"):
+        return max(1, min(IN_FLIGHT_MAX, cores))
+    by_memory = IN_FLIGHT_MAX
+    try:
+        import torch
+
+        index = int(device.partition(":")[2] or 0)
+        by_memory = torch.cuda.get_device_properties(index).total_memory // GPU_MEMORY_PER_CANDIDATE
+    except Exception:  # no GPU here (options checked on another machine): the cores decide
+        pass
+    return max(1, min(IN_FLIGHT_MAX, cores // CORES_PER_CANDIDATE_GPU, by_memory))

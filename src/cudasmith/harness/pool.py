@@ -2,13 +2,14 @@
 
 Starting a worker (a process, torch imported, the problem loaded) takes seconds and making its CUDA
 context most of one more; a session does both while earlier candidates are judged, so neither is on a
-candidate's critical path. Both use the host, and a context also the GPU, so they are only started
-where nothing is being timed: `advance()` at the start of a candidate and after its timing, `settle()`
-before timing on the CPU (where importing torch beside a timed call would slow it down).
+candidate's critical path. A worker on its way is a candidate worker like any other for the timing
+lease: a timing window pauses it (lease.py), so its start never slows a timed call. The pool is shared
+by the candidates in flight, from several threads.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ class WorkerPool:
         self.started = 0
         self._workers: list[_Starting] = []
         self.failures: list[str] = []
+        self._lock = threading.Lock()
 
     def _spawn(self) -> _Starting:
         worker = self._start()
@@ -49,8 +51,9 @@ class WorkerPool:
 
     def top_up(self) -> None:
         """Start workers until `size` are on their way (or `limit` were started)."""
-        while len(self._workers) < self.size and (self.limit is None or self.started < self.limit):
-            self._workers.append(self._spawn())
+        with self._lock:
+            while len(self._workers) < self.size and (self.limit is None or self.started < self.limit):
+                self._workers.append(self._spawn())
 
     def _step(self, entry: _Starting, block: bool) -> None:
         """Move one worker on: read its ping, send its prepare, read that; never blocks unless asked."""
@@ -70,43 +73,40 @@ class WorkerPool:
             entry.prepare_done = True
 
     def advance(self) -> None:
-        """Move every worker on as far as it can go now (a safe point: nothing is being timed)."""
-        for entry in list(self._workers):
-            try:
-                self._step(entry, block=False)
-            except WorkerFailure as failure:
-                self._drop(entry, str(failure))
-
-    def settle(self) -> None:
-        """Wait until every worker has started and made its context (before timing on a busy host)."""
-        for entry in list(self._workers):
-            try:
-                self._step(entry, block=True)
-            except WorkerFailure as failure:
-                self._drop(entry, str(failure))
+        """Move every worker on as far as it can go now, without waiting for any."""
+        with self._lock:
+            for entry in list(self._workers):
+                try:
+                    self._step(entry, block=False)
+                except WorkerFailure as failure:
+                    self._drop(entry, str(failure))
 
     def take(self) -> WorkerProcess:
-        """A prepared worker, waiting for one if none is ready yet."""
+        """A prepared worker, waiting for one if none is ready yet (the others go on starting)."""
         while True:
-            if not self._workers:
-                self._workers.append(self._spawn())
-            entry = next((e for e in self._workers if e.prepare_done), self._workers[0])
-            self._workers.remove(entry)
+            with self._lock:
+                if not self._workers:
+                    self._workers.append(self._spawn())
+                entry = next((e for e in self._workers if e.prepare_done), self._workers[0])
+                self._workers.remove(entry)
             try:
                 self._step(entry, block=True)
                 return entry.worker
             except WorkerFailure as failure:
-                self._drop(entry, str(failure))
-                if len(self.failures) >= 3:
-                    raise
+                with self._lock:
+                    self._drop(entry, str(failure))
+                    if len(self.failures) >= 3:
+                        raise
 
     def _drop(self, entry: _Starting, why: str) -> None:
+        """Close a worker that failed to start (the caller holds the lock)."""
         if entry in self._workers:
             self._workers.remove(entry)
         entry.worker.close()
         self.failures.append(why)
 
     def close(self) -> None:
-        for entry in self._workers:
-            entry.worker.close()
-        self._workers.clear()
+        with self._lock:
+            for entry in self._workers:
+                entry.worker.close()
+            self._workers.clear()

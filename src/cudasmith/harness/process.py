@@ -39,6 +39,8 @@ OUTPUT_TAIL_BYTES = 16 * 1024
 EXIT_GRACE_S = 2.0
 # How long the supervisor may take to report and clean up once its worker is dead.
 SUPERVISOR_GRACE_S = 10.0
+# A wait for an answer wakes this often to take pauses into account (see WorkerProcess.pause).
+WAIT_SLICE_S = 0.25
 # The environment variable marking every process started for one worker.
 TOKEN_ENV = "CUDASMITH_WORKER_TOKEN"
 # The byte glibc writes into freed and newly allocated heap memory of candidate workers.
@@ -209,6 +211,16 @@ class WorkerProcess:
         self.received = 0
         self.stray = 0
         self.alive = True
+        # Requests from several threads (the judge's worker is shared by the candidates in flight) are
+        # answered one at a time: a request and its answer are never interleaved with another's.
+        self._request_lock = threading.Lock()
+        # Requests sent and not yet answered: a worker with one is busy, not idle, when it is paused.
+        self.in_flight = 0
+        # Pauses (see pause()): the processes stopped now, since when, and the seconds paused before.
+        self._pause_lock = threading.Lock()
+        self._stopped: list[int] = []
+        self._paused_at: float | None = None
+        self._paused_before_s = 0.0
         protocol.send(self.requests, {**setup, "token": self.token})
 
     def _read_status(self, fd: int) -> None:
@@ -227,17 +239,30 @@ class WorkerProcess:
         if header.get("op") == "load" and header.get("solution") and self.scratch is not None:
             staged = self.scratch.stage(Path(header["solution"]))
             header = {**header, "solution": str(staged), "origin": header["solution"]}
+        self.in_flight += 1
         with contextlib.suppress(OSError):  # the worker is gone; wait() reports how
             protocol.send(self.requests, {**header, "id": request_id})
         return request_id
 
+    def _answered_within(self, timeout_s: float) -> bool:
+        """Whether an answer arrives within `timeout_s` of the worker's own running time: the time it
+        spends paused does not count against it."""
+        started, paused_then = time.monotonic(), self.paused_s()
+        while True:
+            left = started + timeout_s + (self.paused_s() - paused_then) - time.monotonic()
+            if left <= 0:
+                return False
+            if self.replies.poll(min(left, WAIT_SLICE_S)):
+                return True
+
     def wait(self, request_id: int, timeout_s: float, what: str) -> tuple[dict[str, Any], list[torch.Tensor]]:
         """The answer to one request, or a WorkerFailure after killing the worker."""
-        if not self.replies.poll(timeout_s):
+        if not self._answered_within(timeout_s):
             self.kill()
             raise WorkerFailure(
                 Status.TIMEOUT, f"no answer within {timeout_s:g} s while {what} (worker killed)"
             )
+        self.in_flight = max(0, self.in_flight - 1)
         try:
             header, tensors = protocol.receive(self.replies)
         except EOFError:
@@ -256,8 +281,50 @@ class WorkerProcess:
     def request(
         self, header: dict[str, Any], timeout_s: float, what: str
     ) -> tuple[dict[str, Any], list[Any]]:
-        """Send a request and wait for its answer."""
-        return self.wait(self.send(header), timeout_s, what)
+        """Send a request and wait for its answer (one request at a time, whichever thread asks)."""
+        with self._request_lock:
+            return self.wait(self.send(header), timeout_s, what)
+
+    # -- pauses (see lease.py and pausing.py) -------------------------------------------------------
+
+    def pause(self, pids: list[int]) -> None:
+        """Stop these processes of the worker (SIGSTOP) until resume(); its calls' deadlines are extended
+        by the pause. Called again, it stops more (those forked meanwhile)."""
+        with self._pause_lock:
+            if not self.alive:
+                return
+            if self._paused_at is None:
+                self._paused_at = time.monotonic()
+            for pid in pids:
+                if pid not in self._stopped:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGSTOP)
+                        self._stopped.append(pid)
+
+    def resume(self) -> None:
+        """Let the processes pause() stopped run again (SIGCONT)."""
+        with self._pause_lock:
+            if self._paused_at is None:
+                return
+            for pid in self._stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+            self._paused_before_s += time.monotonic() - self._paused_at
+            self._paused_at, self._stopped = None, []
+
+    @property
+    def paused(self) -> bool:
+        return self._paused_at is not None
+
+    @property
+    def stopped(self) -> list[int]:
+        """The processes of the worker stopped now."""
+        return list(self._stopped)
+
+    def paused_s(self) -> float:
+        """Seconds this worker has spent paused, the pause under way included."""
+        now_paused = self._paused_at
+        return self._paused_before_s + (time.monotonic() - now_paused if now_paused is not None else 0.0)
 
     def finish(self, timeout_s: float) -> None:
         """End the conversation: the worker's count of messages sent must equal ours of those received,
@@ -334,6 +401,7 @@ class WorkerProcess:
         """Ask the worker to exit; kill it and its descendants in any case."""
         if not self.alive:
             return
+        self.resume()  # a stopped worker cannot exit
         with contextlib.suppress(OSError):
             protocol.send(self.requests, {"op": "exit"})
         with contextlib.suppress(subprocess.TimeoutExpired):

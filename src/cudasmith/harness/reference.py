@@ -100,10 +100,20 @@ class ReferenceWorker:
 
             torch.cuda.init()
             torch.empty(1, device=self.device)
-            self.budget = int(GPU_CACHE_SHARE * torch.cuda.get_device_properties(0).total_memory)
+            properties = torch.cuda.get_device_properties(0)
+            self.budget = int(GPU_CACHE_SHARE * properties.total_memory)
             launch_us = calibrated_launch_us()
+            # NVML names the GPU by this UUID, whatever order CUDA numbers the devices in.
+            gpu_uuid = f"GPU-{properties.uuid}" if getattr(properties, "uuid", None) else None
+        else:
+            gpu_uuid = None
         perturb.prepare(self.device)
-        return {"ok": True, "device_name": device_name(self.device), "launch_us": launch_us}
+        return {
+            "ok": True,
+            "device_name": device_name(self.device),
+            "launch_us": launch_us,
+            "gpu_uuid": gpu_uuid,
+        }
 
     def describe(self, configs: list[dict[str, Any]]) -> dict[str, Any]:
         return {"ok": True, "configs": [describe_config(self.problem, config) for config in configs]}

@@ -8,30 +8,41 @@ computed once per input set under the session's secret seed, kept on the device;
 the baseline worker and the baselines it timed, the device's peaks. What it starts ahead is what costs
 time but no trust: candidate workers with torch imported and a CUDA context made, each used for exactly
 one candidate. The protocol of a one-shot judgement is unchanged; `evaluate()` is a session of one.
+
+Several candidates are in flight at once (`EvalOptions.in_flight`, one thread each in `judge_many`;
+`judge` may be called from several threads): their imports, builds and correctness rounds share the
+device, the judge's worker answers them one request at a time, and each candidate's timing holds the
+device's timing lease (lease.py), so no other process of the session runs while it is timed.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
+import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cudasmith.device import DevicePeaks, default_device, software_versions, usable_device
 from cudasmith.errors import HarnessError, UsageError
 from cudasmith.harness import sandbox
-from cudasmith.harness.assemble import apply_baselines, finish
+from cudasmith.harness.assemble import finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
-from cudasmith.harness.correctness import check_candidate, label, select_configs
+from cudasmith.harness.correctness import check_candidate, select_configs
+from cudasmith.harness.exclusive import gpu_probe
+from cudasmith.harness.lease import Hold, lease_for
 from cudasmith.harness.memory import too_large
 from cudasmith.harness.messages import InputSpec
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.pool import WorkerPool
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
 from cudasmith.harness.screen import screen
-from cudasmith.harness.timed import time_config
+from cudasmith.harness.timed import time_candidate
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.tasks.problem import Problem
@@ -81,6 +92,12 @@ class Judge:
         self.progress: Progress = progress or (lambda what, done, total: None)
         self.secret = options.seed if options.seed is not None else secrets.randbits(62)
         self.worker_device = "cuda" if options.on_gpu else "cpu"  # workers see their one GPU as cuda:0
+        self.in_flight = options.candidates_in_flight()
+        # The lease of this GPU as the driver names it (cuda:1 of a process that sees 2,3 is GPU 3).
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        self.lease_key = visible_gpu(options.gpu_index or 0, visible) if options.on_gpu else "cpu"
+        self.lease = lease_for(self.lease_key)
+        self._lock = threading.Lock()  # the session's own state, shared by the candidates in flight
         self._judge = self._start_reference()
         self._load_id = self._judge.send({"op": "load"})
         configs = [config for config, _ in problem.all_configs()]
@@ -101,6 +118,8 @@ class Judge:
         names = options.baselines or default_baselines(options.device)
         self.baselines = SessionBaselines(self._start_reference, tuple(n for n in names if n != "expert" or problem.expert),
                                           self._identity())  # fmt: skip
+        if options.timing and (candidates is None or candidates > 0):
+            self.baselines.start()  # its imports beside the first candidate's, not after its correctness
         self.judged = 0
 
     # -- workers -------------------------------------------------------------------------------
@@ -110,22 +129,30 @@ class Judge:
                 "defences": self.options.defences, "tolerance": self.problem.tolerance}  # fmt: skip
 
     def _start_reference(self) -> WorkerProcess:
-        return WorkerProcess(
+        """The judge's worker or the baseline worker: watched in timing windows, never paused."""
+        worker = WorkerProcess(
             self._setup("reference"), self.options.memory_limit_bytes, self.options.gpu_index
         )
+        self.lease.register(worker, trusted=True)
+        return worker
 
     def _start_candidate(self) -> WorkerProcess:
-        return WorkerProcess(
-            self._setup("candidate"), self.options.memory_limit_bytes, self.options.gpu_index
-        )
+        """A candidate worker; started as a step, so that none starts unpaused inside a timing window."""
+        with self.lease.step():
+            worker = WorkerProcess(
+                self._setup("candidate"), self.options.memory_limit_bytes, self.options.gpu_index
+            )
+            self.lease.register(worker)
+        return worker
 
     def _ask(
         self, header: dict[str, Any], timeout_s: float, what: str, config: tuple[int, str] | None = None
     ) -> dict[str, Any]:
-        """A request to the judge's worker, whose failures are the harness's (or the problem's);
-        `config`: the index and name of the config it is about."""
+        """A request to the judge's worker (a step: it may use the device), whose failures are the
+        harness's (or the problem's); `config`: the index and name of the config it is about."""
         try:
-            reply, _ = self._judge.request(header, timeout_s, what)
+            with self.lease.step():
+                reply, _ = self._judge.request(header, timeout_s, what)
         except WorkerFailure as failure:
             raise self._reference_failed(failure, config) from None
         if not reply.get("ok"):
@@ -144,9 +171,14 @@ class Judge:
         return HarnessError(f"the reference failed: {failure}")
 
     def _start(self) -> None:
-        """Finish starting the session: the problem loaded and described, the configs chosen."""
-        if self._started:
-            return
+        """Finish starting the session (once, whichever candidate asks first): the problem loaded and
+        described, the configs chosen, the GPU's activity probe made."""
+        with self._lock:
+            if not self._started:
+                self._finish_start()
+                self._started = True
+
+    def _finish_start(self) -> None:
         self.progress("loading the problem", 0, 1)
         for request_id, what in (
             (self._load_id, "loading the problem"),
@@ -163,11 +195,13 @@ class Judge:
                 if self.options.on_gpu:
                     launch = "graph" if self.options.graph else "queued"
                     self.plan = default_plan("cuda", self.plan.l2_state, launch, reply.get("launch_us"))
+                    if not self.lease.probe.verified:  # NVML's samples of this GPU, by its UUID
+                        names = (reply.get("gpu_uuid"), self.lease_key)
+                        self.lease.probe = gpu_probe(*(name for name in names if name))
             if "configs" in reply:
                 self.described = reply["configs"]
         self.selected, self.skipped = select_configs(self.problem, self.described, self.options.device)
         self.baselines.identity = self._identity()  # now that the device and its launch cost are known
-        self._started = True
 
     def _identity(self) -> dict[str, Any]:
         """What a baseline time kept on disk depends on besides its config."""
@@ -175,6 +209,9 @@ class Judge:
                 "l2": self.plan.l2_state, "launch": self.plan.launch, "launch_us": self.plan.launch_us}  # fmt: skip
 
     # -- what the rounds use -------------------------------------------------------------------
+
+    def progress_line(self, what: str) -> None:
+        self.progress(what, 0, 0)
 
     def reference(self, spec: InputSpec, name: str) -> dict[str, Any]:
         """The judge's reference for one input set (computed once per session) and what it noticed."""
@@ -205,16 +242,28 @@ class Judge:
     def output_bytes(self, index: int) -> int:
         return int(self.described[index].get("output_bytes", 0)) if index < len(self.described) else 0
 
-    def _ensure_peaks(self, remeasure: bool = False) -> None:
-        if (self._peaks_asked and not remeasure) or not self.options.timing:
-            return
-        self._peaks_asked = True
+    def ensure_peaks(self, hold: Hold) -> None:
+        """The device's peaks, measured (or read) once per session, in a window of `hold`."""
+        if not self._peaks_asked and self.options.timing:
+            self._peaks_asked = True
+            self._measure_peaks(hold, remeasure=False)
+
+    def remeasure_peaks(self, hold: Hold) -> bool:
+        """Measure the peaks again (once per session, after a baseline beat them); whether that gave any."""
+        if self._peaks_remeasured or not self.options.timing:
+            return False
+        self._peaks_remeasured = True
+        self._measure_peaks(hold, remeasure=True)
+        return self.peaks is not None
+
+    def _measure_peaks(self, hold: Hold, remeasure: bool) -> None:
         self.progress(
             "measuring the device (once)" if remeasure or self.peaks is None else "device peaks", 0, 1
         )
+        request = {"op": "peaks", "remeasure": remeasure}
         try:
-            reply = self._ask(
-                {"op": "peaks", "remeasure": remeasure}, PEAKS_TIMEOUT_S, "measuring the device"
+            reply, _ = hold.window(
+                self._judge, lambda: self._ask(request, PEAKS_TIMEOUT_S, "measuring the device")
             )
             self.peaks = DevicePeaks.from_dict(reply["peaks"])
         except HarnessError as error:
@@ -231,7 +280,7 @@ class Judge:
         return [*self.problem.allowed_torch_ops, *self.options.allow_torch_ops]
 
     def judge(self, solution: str | Path) -> Verdict:
-        """Judge one solution file and return its verdict."""
+        """Judge one solution file and return its verdict (safe to call from several threads at once)."""
         path = Path(solution)
         if not path.is_file():
             raise UsageError(
@@ -250,32 +299,33 @@ class Judge:
                 verdict.status, verdict.reason = Status.REJECTED, str(finding)
                 verdict.wall_s = round(time.monotonic() - started, 3)
                 return verdict
-        self._start()
-        verdict.device, verdict.skipped_configs = self.device_name, list(self.skipped)
-        verdict.limits = {
-            "load_s": self.options.load_timeout_s,
-            "first_call_extra_s": self.options.first_call_extra_s,
-        }
         candidate = self.pool.take()
         self.pool.top_up()
         self.pool.advance()
         try:
-            self._judge_with(candidate, path, allowed, verdict)
+            # The import starts now, while the judge's worker may still be loading the problem.
+            self.progress("loading the solution", 0, 1)
+            request = {"op": "load", "solution": str(path.resolve()), "allowed_torch_ops": allowed}
+            load_id = candidate.send(request)
+            self._start()
+            verdict.device, verdict.skipped_configs = self.device_name, list(self.skipped)
+            verdict.limits = {
+                "load_s": self.options.load_timeout_s,
+                "first_call_extra_s": self.options.first_call_extra_s,
+            }
+            self._judge_with(candidate, load_id, verdict)
         finally:
             candidate.close()
             self._collect(candidate, verdict)
             self.pool.advance()
-            self.judged += 1
+            with self._lock:
+                self.judged += 1
         verdict.wall_s = round(time.monotonic() - started, 3)
         return verdict
 
-    def _judge_with(
-        self, candidate: WorkerProcess, path: Path, allowed: str | list[str], verdict: Verdict
-    ) -> None:
-        self.progress("loading the solution", 0, 1)
-        request = {"op": "load", "solution": str(path.resolve()), "allowed_torch_ops": allowed}
+    def _judge_with(self, candidate: WorkerProcess, load_id: int, verdict: Verdict) -> None:
         try:
-            reply, _ = candidate.request(request, self.options.load_timeout_s, "loading the solution")
+            reply, _ = candidate.wait(load_id, self.options.load_timeout_s, "loading the solution")
         except WorkerFailure as failure:
             finish(verdict, [], (failure.status, failure.reason))
             return
@@ -291,7 +341,7 @@ class Judge:
         correct = check_candidate(self, candidate, verdict, results)
         ordered = [results[i] for i, _, _ in self.selected]
         if correct and self.options.timing:
-            self._time(candidate, verdict, ordered)
+            time_candidate(self, candidate, verdict, ordered)
         if all(r.status == Status.CORRECT for r in ordered):
             try:
                 candidate.finish(JUDGE_CALL_TIMEOUT_S)
@@ -303,41 +353,6 @@ class Judge:
 
     def _shown(self, index: int, config: dict[str, Any], hidden: bool) -> dict[str, Any] | str:
         return f"hidden#{index - len(self.problem.configs)}" if hidden else config
-
-    def _time(self, candidate: WorkerProcess, verdict: Verdict, ordered: list[ConfigResult]) -> None:
-        if not self.options.on_gpu:
-            self.pool.settle()  # nothing else uses the host's cores while a call is timed
-        self._ensure_peaks()
-        if self.peaks is not None:
-            verdict.peaks = self.peaks.to_dict()
-        elif self.peaks_error is not None:
-            verdict.note(f"no roofline: {self.peaks_error}")
-        verdict.timing = {
-            "l2_state": self.plan.l2_state,
-            "launch": self.plan.launch,
-            "plan": asdict(self.plan),
-        }
-        configs = {i: c for i, c, _ in self.selected}
-        for result in ordered:
-            baselines = time_config(self, candidate, verdict, result, configs[result.index])
-            if baselines is None:
-                return
-            name = label(result.index, configs[result.index], result.hidden, self.problem)
-            described = self.described[result.index]
-            beyond, impossible = apply_baselines(result, baselines, described, self.problem.dtype, self.peaks,
-                                                 name, verdict.note)  # fmt: skip
-            if beyond and not self._peaks_remeasured:
-                self._peaks_remeasured = True
-                self._ensure_peaks(remeasure=True)
-                if self.peaks is not None:
-                    verdict.peaks = self.peaks.to_dict()
-                    verdict.note("the device's peaks were measured again after a baseline beat them")
-                    _, impossible = apply_baselines(result, baselines, described, self.problem.dtype, self.peaks,
-                                                    name, lambda text: None)  # fmt: skip
-            if impossible is not None:
-                result.status, result.reason = Status.REJECTED, impossible
-            if result.status != Status.CORRECT:
-                return
 
     def _collect(self, candidate: WorkerProcess, verdict: Verdict) -> None:
         """What the candidate's process left: its output, stray processes, the isolation it had."""
@@ -354,9 +369,20 @@ class Judge:
                 verdict.artifacts[name] = text
 
     def judge_many(self, solutions: Iterable[str | Path]) -> Iterator[Verdict]:
-        """Judge each solution in turn; verdicts come in the order given."""
-        for solution in solutions:
-            yield self.judge(solution)
+        """Judge the solutions, `in_flight` at once; verdicts come in the order given."""
+        with ThreadPoolExecutor(self.in_flight, thread_name_prefix="cudasmith-candidate") as threads:
+            pending: deque[Future[Verdict]] = deque()
+            try:
+                for solution in solutions:
+                    pending.append(threads.submit(self.judge, solution))
+                    # A few queued beyond those judged, so a slow first one never idles the rest.
+                    while len(pending) >= 2 * self.in_flight:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for future in pending:
+                    future.cancel()
 
     def close(self) -> None:
         """Stop every worker of the session."""

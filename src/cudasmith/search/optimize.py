@@ -173,7 +173,9 @@ def optimize(
     run_dir = Path(run.directory or run_store.path.parent / run.id)
     previous_idle = float(((run.summary or {}).get("judge") or {}).get("idle_waiting_s") or 0.0)
     try:
-        lanes = make_executor(executor, options.device, gpus, address, build_workers, judge_factory)
+        lanes = make_executor(
+            executor, options.device, gpus, address, build_workers, judge_factory, options.in_flight
+        )
         with lanes:
             context.lanes = lanes.slots
             search = Search(

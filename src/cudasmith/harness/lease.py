@@ -1,0 +1,212 @@
+"""The timing lease of one device: candidates share it while they import, build and run their correctness
+rounds; a timing window has it alone.
+
+A request that may run work on the device and that the judge waits for (a correctness call, the reference's
+outputs and comparisons, starting a worker) is a *step*: steps of different candidates run at once. A
+*hold* is exclusive: it waits until the steps under way have finished, lets no new one start, and pauses
+(SIGSTOP) every other candidate worker of the device, so that work a candidate launches outside its own
+calls (a background thread) cannot reach the window either: on the GPU, those of a worker's processes that
+hold the GPU (a compiler it runs goes on); on the CPU, all of them. A paused worker's deadlines are
+extended by the pause. Inside a hold, each timed request is a *window*: checked afterwards (exclusive.py)
+and timed again, a bounded number of times, when another process was found running in it.
+
+One lease per device per process (`lease_for`): sessions on the same device share it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from cudasmith.harness.exclusive import ActivityProbe, CpuActivity, Unverified
+from cudasmith.harness.pausing import pause_workers, process_tree, worker_processes
+from cudasmith.harness.process import WorkerProcess
+
+# A window found shared is timed again at most this many times; after that its time is kept and
+# flagged, and no speedup is reported from it.
+MAX_RETIMES = 2
+
+Result = TypeVar("Result")
+
+
+@dataclass
+class Window:
+    """How one timed request went: whether its last try was exclusive, whether that was verified,
+    how many times it was timed again, and what else ran (when something did)."""
+
+    exclusive: bool
+    verified: bool
+    retimed: int = 0
+    others: list[str] = field(default_factory=list)
+
+
+class TimingLease:
+    """Steps share the device; a hold has it alone (see the module's docstring)."""
+
+    def __init__(self, gpu: bool, probe: ActivityProbe | None = None) -> None:
+        self.gpu = gpu
+        self.probe: ActivityProbe = probe or (Unverified("no GPU probe yet") if gpu else CpuActivity())
+        self._cond = threading.Condition()
+        self._steps = 0
+        self._holder: int | None = None
+        self._holds_waiting = 0
+        self._last_step_end = 0.0
+        self._workers: list[tuple[WorkerProcess, bool]] = []
+        self._local = threading.local()
+        self.holds = 0
+
+    # -- workers -------------------------------------------------------------------------------
+
+    def register(self, worker: WorkerProcess, trusted: bool = False) -> None:
+        """A worker of a session on this device: a candidate's is paused by holds; a `trusted` one (the
+        judge's reference or baseline worker) only answers requests, and is watched, not paused."""
+        with self._cond:
+            self._workers = [(w, t) for w, t in self._workers if w.alive]
+            self._workers.append((worker, trusted))
+
+    def _alive(self, trusted: bool) -> list[WorkerProcess]:
+        with self._cond:
+            return [w for w, t in self._workers if w.alive and t is trusted]
+
+    # -- steps and holds -----------------------------------------------------------------------
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """Around a request that may use the device: waits while a hold is held or waited for; the
+        holder's own steps pass."""
+        me = threading.get_ident()
+        with self._cond:
+            counted = self._holder != me
+            if counted:
+                while self._holder is not None or self._holds_waiting:
+                    self._cond.wait()
+                self._steps += 1
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
+            if counted:
+                with self._cond:
+                    self._steps -= 1
+                    self._last_step_end = time.monotonic()
+                    self._cond.notify_all()
+
+    @contextmanager
+    def hold(self, owner: WorkerProcess | None = None) -> Iterator[Hold]:
+        """The device alone: steps drained, other candidate workers paused (`owner`, the candidate being
+        timed, is paused only while something else is timed). Never taken inside a step."""
+        if getattr(self._local, "depth", 0):
+            raise RuntimeError("a timing hold taken inside a step would wait for itself")
+        me = threading.get_ident()
+        with self._cond:
+            if self._holder == me:
+                raise RuntimeError("a timing hold is already held by this thread")
+            self._holds_waiting += 1
+            try:
+                while self._holder is not None or self._steps:
+                    self._cond.wait()
+            finally:
+                self._holds_waiting -= 1
+            self._holder = me
+            self.holds += 1
+            last_step_end = self._last_step_end
+        hold = Hold(self, owner, last_step_end)
+        try:
+            yield hold
+        finally:
+            hold.release()
+            with self._cond:
+                self._holder = None
+                self._cond.notify_all()
+
+
+class Hold:
+    """The device held alone by one thread: the windows it times, and the workers it paused."""
+
+    def __init__(self, lease: TimingLease, owner: WorkerProcess | None, last_step_end: float) -> None:
+        self.lease = lease
+        self.owner = owner
+        self.windows: list[Window] = []
+        self._paused = [w for w in lease._alive(trusted=False) if w is not owner]
+        busy_until = last_step_end
+        if any(worker.in_flight for worker in self._paused):
+            busy_until = (
+                time.monotonic()
+            )  # paused in the middle of a request: it may have had GPU work queued
+        pause_workers(self._paused, gpu_only=lease.gpu)
+        # A process's work can show in samples taken up to a sampling period after it stopped.
+        self._quiet_from = busy_until + lease.probe.settle_s()
+        self._last_timed: WorkerProcess | None = None
+
+    def _watched(self, timed: WorkerProcess) -> tuple[list[int], set[int]]:
+        """Every process of the device's sessions but the timed worker itself, and the judge's own."""
+        watched, trusted, tree = [], set(), process_tree()
+        for worker in self.lease._alive(trusted=False):
+            watched += worker_processes(worker, tree)
+        for worker in self.lease._alive(trusted=True):
+            processes = worker_processes(worker, tree)
+            watched += processes
+            if worker is not timed:
+                trusted.update(processes)
+        own = timed.status("worker_pid")
+        return [p for p in watched if p != own], trusted
+
+    def window(
+        self,
+        timed: WorkerProcess,
+        run: Callable[[], Result],
+        measured: Callable[[Result], bool] = lambda _: True,
+    ) -> tuple[Result, Window]:
+        """Run one timed request of `timed` with nothing else running; check afterwards what did, and
+        run it again (at most MAX_RETIMES times) while something else did. `measured`: whether a result
+        is a measurement worth taking again (a failure is not)."""
+        extra = []
+        if self.owner is not None and timed is not self.owner and not self.owner.paused:
+            pause_workers([self.owner], gpu_only=self.lease.gpu)
+            extra.append(self.owner)
+        previous = self._last_timed
+        if previous is not None and previous is not timed and previous in self.lease._alive(trusted=False):
+            # The candidate timed last may still show in the samples of this window.
+            self._quiet_from = max(self._quiet_from, time.monotonic() + self.lease.probe.settle_s())
+        try:
+            if (wait := self._quiet_from - time.monotonic()) > 0:
+                time.sleep(wait)
+            retimed = 0
+            while True:
+                watched, trusted = self._watched(timed)
+                mark = self.lease.probe.begin(watched)
+                result = run()
+                check = self.lease.probe.check(mark, {timed.status("worker_pid")}, watched, trusted)
+                if check.shared and measured(result) and retimed < MAX_RETIMES:
+                    retimed += 1
+                    continue
+                window = Window(not check.shared, check.verified, retimed, check.others)
+                self.windows.append(window)
+                return result, window
+        finally:
+            for worker in extra:
+                worker.resume()
+            self._last_timed = timed
+
+    def release(self) -> None:
+        for worker in self._paused:
+            worker.resume()
+        self._paused.clear()
+
+
+_leases: dict[str, TimingLease] = {}
+_leases_lock = threading.Lock()
+
+
+def lease_for(device: str) -> TimingLease:
+    """The lease of one device of this process: 'cpu', or a GPU as the driver names it (its index or
+    UUID, as process.visible_gpu gives it)."""
+    with _leases_lock:
+        if device not in _leases:
+            _leases[device] = TimingLease(gpu=device != "cpu")
+        return _leases[device]

@@ -1,0 +1,247 @@
+"""The timing lease on the CPU: steps share the device and a hold has it alone; pausing a worker stops its
+processes and extends its deadlines; a window is checked afterwards for other processes, and one found
+shared is timed again, a bounded number of times. NVML's side is checked against a stand-in for pynvml
+here and on a GPU by tests/test_lease_gpu.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from cudasmith.harness.exclusive import CpuActivity, GpuActivity, WindowCheck, cpu_seconds
+from cudasmith.harness.lease import MAX_RETIMES, TimingLease
+from cudasmith.harness.pausing import pause_workers, worker_processes
+from cudasmith.harness.process import WorkerProcess
+
+from conftest import PROBLEMS
+
+SPIN = [sys.executable, "-c", "while True: pass"]
+SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
+# A solution whose import leaves a child process that sleeps (it holds no GPU).
+WITH_CHILD = f"""import subprocess
+CHILD = subprocess.Popen({SLEEP!r})
+
+class ModelNew:
+    pass
+"""
+
+
+def until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    """Wait for another thread or process to reach a state (a synchronisation, not a timing claim)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        threading.Event().wait(0.01)
+
+
+def state(pid: int) -> str:
+    """A process's scheduler state from /proc: 'T' when stopped."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2]
+
+
+def candidate_worker() -> WorkerProcess:
+    setup = {
+        "role": "candidate",
+        "problem": str(PROBLEMS / "add_small.py"),
+        "device": "cpu",
+        "defences": False,
+    }
+    worker = WorkerProcess(setup)
+    worker.request({"op": "ping"}, 120, "starting")
+    return worker
+
+
+def test_steps_run_together_and_a_hold_waits_for_them_then_has_the_device_alone() -> None:
+    lease = TimingLease(gpu=False)
+    inside, release = threading.Event(), threading.Event()
+    log: list[str] = []
+
+    def stepper(name: str) -> None:
+        with lease.step():
+            log.append(f"{name} in")
+            inside.set()
+            release.wait(60)
+        log.append(f"{name} out")
+
+    first = threading.Thread(target=stepper, args=("first",))
+    first.start()
+    inside.wait(60)
+
+    def holder() -> None:
+        with lease.hold():
+            log.append("hold")
+
+    holding = threading.Thread(target=holder)
+    holding.start()
+    until(lambda: lease._holds_waiting == 1, "the hold waiting for the step")
+    late = threading.Thread(target=stepper, args=("late",))
+    late.start()  # a new step waits behind the hold that is waited for
+    release.set()
+    for thread in (first, holding, late):
+        thread.join(60)
+    assert log.index("first out") < log.index("hold") < log.index("late in")
+
+
+def test_a_hold_is_never_taken_inside_a_step_and_the_holders_own_steps_pass() -> None:
+    lease = TimingLease(gpu=False)
+    with lease.step(), pytest.raises(RuntimeError, match="inside a step"), lease.hold():
+        pass
+    with lease.hold():
+        with lease.step():  # the holder's own request to the judge's worker
+            pass
+        assert lease._steps == 0
+
+
+def test_a_paused_worker_is_stopped_with_what_it_started_and_its_deadline_waits_for_it() -> None:
+    worker = candidate_worker()
+    try:
+        pid = worker.status("worker_pid")
+        pause_workers([worker], gpu_only=False)
+        assert state(pid) == "T" and worker.paused
+        answer: list[Any] = []
+        waiting = threading.Thread(
+            target=lambda: answer.append(worker.request({"op": "ping"}, 0.5, "pinging"))
+        )
+        waiting.start()
+        # Its half-second limit runs only while it runs: paused, it is still waited for.
+        waiting.join(timeout=3.0)
+        assert waiting.is_alive() and worker.alive
+        worker.resume()
+        waiting.join(60)
+        assert answer and answer[0][0]["ok"]
+        assert worker.paused_s() > 0.5
+    finally:
+        worker.close()
+
+
+def test_on_a_gpu_only_the_processes_holding_it_are_paused(tmp_path: Path) -> None:
+    solution = tmp_path / "with_child.py"
+    solution.write_text(WITH_CHILD)
+    worker = candidate_worker()
+    try:
+        worker.request({"op": "prepare"}, 120, "preparing")
+        reply, _ = worker.request(
+            {"op": "load", "solution": str(solution), "allowed_torch_ops": "all"}, 120, "loading"
+        )
+        assert reply["ok"], reply
+        pid = worker.status("worker_pid")
+        child = next(p for p in worker_processes(worker) if p != pid)
+        pause_workers([worker], gpu_only=True)  # the child holds no GPU: a compiler, say, goes on
+        assert state(pid) == "T" and state(child) != "T"
+        worker.resume()
+        pause_workers([worker], gpu_only=False)  # on the CPU, everything it started
+        assert (state(pid), state(child)) == ("T", "T")
+        worker.resume()
+        assert state(child) != "T"
+    finally:
+        worker.close()
+
+
+def test_the_cpu_check_sees_another_process_spinning_and_not_one_asleep() -> None:
+    spinning, sleeping = subprocess.Popen(SPIN), subprocess.Popen(SLEEP)
+    probe = CpuActivity()
+    try:
+        watched = [spinning.pid, sleeping.pid]
+        mark = probe.begin(watched)
+        until(lambda: cpu_seconds([spinning.pid])[spinning.pid] > mark[spinning.pid] + 0.1, "spinning")
+        check = probe.check(mark, set(), watched, set())
+        assert check.shared and check.verified and f"pid {spinning.pid}" in check.others[0]
+        mark = probe.begin([sleeping.pid])
+        assert not probe.check(mark, set(), [sleeping.pid], set()).shared
+        # The timed process's own CPU time is its own.
+        mark = probe.begin(watched)
+        until(lambda: cpu_seconds([spinning.pid])[spinning.pid] > mark[spinning.pid] + 0.1, "spinning")
+        assert not probe.check(mark, {spinning.pid}, watched, set()).shared
+    finally:
+        for process in (spinning, sleeping):
+            process.kill()
+            process.wait()
+
+
+class Scripted:
+    """A probe that reports the windows as told: shared for the first `shared` checks."""
+
+    verified = True
+    how = "scripted"
+
+    def __init__(self, shared: int) -> None:
+        self.shared = shared
+        self.checks = 0
+
+    def begin(self, watched: list[int]) -> None:
+        return None
+
+    def check(self, mark: Any, timed: set[int], watched: list[int], trusted: set[int]) -> WindowCheck:
+        self.checks += 1
+        shared = self.checks <= self.shared
+        return WindowCheck(shared, True, ["pid 42 (0.50 s of CPU)"] if shared else [])
+
+    def settle_s(self) -> float:
+        return 0.0
+
+
+def test_a_shared_window_is_timed_again_and_stays_flagged_past_the_bound() -> None:
+    worker = candidate_worker()
+    try:
+        runs: list[int] = []
+        lease = TimingLease(gpu=False, probe=Scripted(shared=1))
+        with lease.hold() as hold:
+            result, window = hold.window(worker, lambda: runs.append(1) or "measured")
+        assert (result, len(runs), window.retimed, window.exclusive) == ("measured", 2, 1, True)
+        lease = TimingLease(gpu=False, probe=Scripted(shared=100))
+        with lease.hold() as hold:
+            _, window = hold.window(worker, lambda: runs.append(1))
+        assert window.retimed == MAX_RETIMES and not window.exclusive and window.others
+        lease = TimingLease(gpu=False, probe=Scripted(shared=100))
+        with lease.hold() as hold:  # a failed request is not a measurement: not timed again
+            _, window = hold.window(worker, lambda: "failed", lambda result: False)
+        assert window.retimed == 0 and not window.exclusive
+    finally:
+        worker.close()
+
+
+class FakeNvml:
+    """pynvml as far as GpuActivity uses it, with the samples a test gives it."""
+
+    NVML_ERROR_NOT_FOUND = 6
+
+    class NVMLError(Exception):
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+    def __init__(self, samples: list[tuple[int, int, int, int]]) -> None:
+        self.samples = samples
+
+    def nvmlDeviceGetProcessUtilization(self, handle: object, since_us: int) -> list[SimpleNamespace]:
+        found = [
+            SimpleNamespace(pid=pid, timeStamp=stamp, smUtil=sm, memUtil=memory)
+            for pid, stamp, sm, memory in self.samples
+            if stamp > since_us
+        ]
+        if not found:
+            raise self.NVMLError(self.NVML_ERROR_NOT_FOUND)
+        return found
+
+
+def test_nvml_samples_of_another_process_in_the_window_make_it_shared() -> None:
+    now = int(time.time() * 1e6)
+    timed, judge, other = 100, 200, 300
+    nvml = FakeNvml([(timed, now + 10, 90, 40), (judge, now + 20, 5, 5), (other, now - 10**6, 80, 10)])
+    probe = GpuActivity(nvml, handle=None)
+    assert probe.begin([]) >= now  # the window starts at the host's wall clock, as NVML stamps samples
+    assert not probe.check(now, {timed}, [], {judge}).shared  # the other one ran before the window
+    nvml.samples.append((other, now + 30, 3, 0))
+    check = probe.check(now, {timed}, [], {judge})
+    assert check.shared and check.verified and check.others == [f"pid {other} (SM 3 %, memory 0 %)"]
+    assert not GpuActivity(FakeNvml([]), None).check(now, {timed}, [], set()).shared  # nothing ran
+    skewed = GpuActivity(FakeNvml([(other, now + 3600 * 10**6, 50, 0)]), None)
+    assert not skewed.check(now, {timed}, [], set()).verified
