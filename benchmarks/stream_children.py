@@ -117,4 +117,5 @@ def _honest(emit: Emit, role: str, verdict: Any) -> None:
     timing = {key: value for key, value in (verdict.timing or {}).items() if key != "plan"}
     status = str(getattr(verdict.status, "value", verdict.status))
     times_ms = [config.get("time_ms") for config in configs]
-    emit(event="honest", role=role, status=status, times_ms=times_ms, timing=timing)
+    reason = "" if status == "correct" else verdict.reason
+    emit(event="honest", role=role, status=status, times_ms=times_ms, timing=timing, reason=reason)

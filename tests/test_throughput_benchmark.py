@@ -367,6 +367,8 @@ def test_the_interference_child_times_the_honest_kernel_alone_and_in_flight(
     children.child_interference(args, lambda **event: events.append(event))
     honest = [e for e in events if e["event"] == "honest"]
     assert [e["role"] for e in honest] == ["alone"] * 2 + ["in_flight"] * 2
-    assert all(e["status"] == "correct" and e["times_ms"] and all(e["times_ms"]) for e in honest), honest
+    assert all(e["status"] == "correct" and e["times_ms"] and all(e["times_ms"]) for e in honest), [
+        (e["status"], e["times_ms"], e.get("reason")) for e in honest
+    ]
     found = importlib.import_module("throughput_stream").compare_times(honest[:2], honest[2:])
     assert len(found["delta_pct"]) == len(honest[0]["times_ms"])
