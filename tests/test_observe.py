@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cudasmith.harness.audit import Origins, trusted_roots
-from cudasmith.harness.observe import CpuEvent, OwnKernels, audit_kernels, audit_ops, demangle
+from cudasmith.harness.observe import OwnKernels, audit_kernels, audit_ops, demangle
+from cudasmith.harness.recording import CpuEvent
 from cudasmith.timing.activity import Activity
 
 
