@@ -24,6 +24,7 @@ from cudasmith.cli_common import (
     LoadTimeLimitOption,
     MemoryLimitOption,
     ProblemOption,
+    RequireIsolationOption,
     RulesOption,
     TaskArgument,
     TaskOption,
@@ -142,6 +143,7 @@ def eval_command(
     first_call_extra: FirstCallExtraOption = None,
     memory_limit_gib: MemoryLimitOption = None,
     rules: RulesOption = "strict",
+    require_isolation: RequireIsolationOption = False,
 ) -> None:
     """Judge SOLUTIONS against a task: correct on every config and input set, and how fast.
 
@@ -152,6 +154,7 @@ def eval_command(
 
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
+    from cudasmith.exec.ahead import judge_built_ahead
     from cudasmith.harness.baselines import parse_baselines
     from cudasmith.harness.options import EvalOptions
     from cudasmith.harness.session import Judge, resolve_problem
@@ -172,6 +175,7 @@ def eval_command(
             l2_state=l2,
             graph=graph,
             rules=rules,
+            require_isolation=require_isolation,
             **time_limits(time_limit, load_time_limit, first_call_extra),
             **memory_limit(memory_limit_gib),
         )
@@ -179,7 +183,7 @@ def eval_command(
             progress_bar(enabled=not as_json and stderr.is_terminal) as progress,
             Judge(loaded, options, progress, candidates=len(files)) as judge,
         ):
-            for verdict in judge.judge_many(files):
+            for verdict in judge_built_ahead(judge, files):
                 verdicts.append(verdict)
                 if as_json:
                     indent = 2 if len(files) == 1 else None
