@@ -44,6 +44,7 @@ from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timed import time_candidate
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
+from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.tasks.problem import Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
@@ -91,6 +92,7 @@ class Judge:
         usable_device(options.device)  # the GPU named is here
         self.progress: Progress = progress or (lambda what, done, total: None)
         self.secret = options.seed if options.seed is not None else secrets.randbits(62)
+        self.problem = problem = for_session(problem, self.secret)
         self.worker_device = "cuda" if options.on_gpu else "cpu"  # workers see their one GPU as cuda:0
         self.in_flight = options.candidates_in_flight()
         # The lease of this GPU as the driver names it (cuda:1 of a process that sees 2,3 is GPU 3).

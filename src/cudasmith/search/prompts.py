@@ -21,12 +21,13 @@ from cudasmith.harness.verdict import Verdict
 from cudasmith.llm.base import Message
 from cudasmith.search.feedback import verdict_feedback
 from cudasmith.search.hardware import Hardware, describe_hardware
+from cudasmith.tasks.hidden import is_drawn
 from cudasmith.tasks.problem import FLOAT_DTYPES, Problem, load_module
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 # Said under the configs of a problem that has hidden ones, and only then.
 HIDDEN_CONFIGS_LINE = (
-    "Hidden configs with other sizes (odd ones included) are checked too: handle every valid shape."
+    "Hidden configs ({count}) with other sizes (odd ones included) are checked too: handle every valid shape."
 )
 # The sections of the user message, in order; `contract` is contract_cuda or contract_cpu by device.
 FIRST_SECTIONS = ("task", "hardware", "rules", "contract", "answer")
@@ -136,7 +137,7 @@ def configs_block(problem: Problem) -> str:
                 f"- config {index}: `{json.dumps(config)}`" + (f": inputs {shapes}" if shapes else "")
             )
     if problem.hidden_configs:
-        lines += ["", HIDDEN_CONFIGS_LINE]
+        lines += ["", HIDDEN_CONFIGS_LINE.format(count=len(problem.hidden_configs))]
     return "\n".join(lines)
 
 
@@ -293,7 +294,7 @@ def templates_from_config(explicit: str | Path | None = None) -> Path | None:
 def _refuse_hidden_configs(problem: Problem, prompt: Prompt) -> None:
     text = prompt.system + prompt.user
     for config in problem.hidden_configs:
-        if config in problem.configs or not config:
+        if config in problem.configs or not config or is_drawn(config):  # a drawn one has no fixed shape
             continue
         if json.dumps(config) in text or repr(config) in text:
             raise ProblemError(

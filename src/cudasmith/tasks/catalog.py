@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from cudasmith.tasks.hidden import hidden_summary
 from cudasmith.tasks.inputs import describe_config
 from cudasmith.tasks.problem import Problem, load_module
 
@@ -56,8 +57,9 @@ def level_counts(problems: Iterable[Problem]) -> dict[str, int]:
 
 
 def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[dict[str, Any]]:
-    """Sizes, FLOPs, bytes moved and arithmetic intensity of every config, and with a device's measured
-    peaks (cudasmith.device.DevicePeaks) its roofline: speed of light, floor and bound.
+    """Sizes, FLOPs, bytes moved and arithmetic intensity of every public config, and with a device's
+    measured peaks (cudasmith.device.DevicePeaks) its roofline: speed of light, floor and bound. Hidden
+    configs have none: their figures would give their shapes away (tasks.hidden says how many there are).
 
     Work is what verdicts use (cudasmith.harness.roofline.work_of): a problem's own flops() and
     bytes_moved() when it has them, else the FLOP counter's count of the reference and its inputs,
@@ -67,13 +69,12 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[d
 
     module = load_module(problem.path, "problem")
     figures = []
-    for index, (config, hidden) in enumerate(problem.all_configs()):
+    for index, config in enumerate(problem.configs):
         described = describe_config(module, config)
         work = work_of(described)
         figure: dict[str, Any] = {
             "index": index,
             "config": config,
-            "hidden": hidden,
             **{k: described[k] for k in ("input_bytes", "output_bytes", "parameter_bytes") if k in described},
             "flops": None if work is None else int(work[0]),
             "bytes_moved": None if work is None else int(work[1]),
@@ -98,6 +99,7 @@ def task_details(problem: Problem, peaks: DevicePeaks | None = None) -> dict[str
     floating = isinstance(torch_dtype, torch.dtype) and torch_dtype.is_floating_point
     return {
         **task_row(problem),
+        "hidden": hidden_summary(problem),
         "path": str(problem.path),
         "tolerance": tolerance_for(torch_dtype, problem.tolerance) if floating else None,
         "calibration_factor": CALIBRATION_FACTOR,
