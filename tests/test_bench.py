@@ -11,10 +11,10 @@ import pytest
 
 from cudasmith.bench.folder import BenchResult, bench_folder
 from cudasmith.harness.options import EvalOptions
-from cudasmith.report.metrics import speedup_of
-from cudasmith.report.rules import rule_broken
-from cudasmith.report.runs import RunView, load_run
 from cudasmith.store import CandidateRecord, RunStore
+from cudasmith.store.metrics import speedup_of
+from cudasmith.store.rules import rule_broken
+from cudasmith.store.runs import RunView, load_run
 
 from conftest import EXAMPLES, run_cli
 from solution_folders import fake_kernelbench, solution

@@ -15,8 +15,8 @@ from cudasmith.errors import UsageError
 from cudasmith.harness.options import EvalOptions
 from cudasmith.llm import load_llm_config
 from cudasmith.report.export import trajectory_rows
-from cudasmith.report.runs import load_run, task_runs
 from cudasmith.store import RunStore
+from cudasmith.store.runs import load_run, task_runs
 
 from conftest import run_cli
 from fake_llm import FakeLLMServer, Reply, openai_body

@@ -16,8 +16,8 @@ from rich.console import Console
 from cudasmith.report.export import CORRECT_BONUS, RETURN_DISCOUNT, load_rows, reward
 from cudasmith.report.html import write_report
 from cudasmith.report.leaderboard import print_leaderboard, print_run_details
-from cudasmith.report.runs import RunView, load_run
 from cudasmith.store import RunStore
+from cudasmith.store.runs import RunView, load_run
 
 from conftest import run_cli
 from stored_runs import bench_of_files, search

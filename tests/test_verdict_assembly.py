@@ -15,9 +15,9 @@ from cudasmith.harness.baselines import BaselineTime
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
 from cudasmith.report.leaderboard import print_run_details
-from cudasmith.report.metrics import Attempt, summarize
-from cudasmith.report.runs import RunView
 from cudasmith.report.verdict_table import print_verdict
+from cudasmith.store.metrics import Attempt, summarize
+from cudasmith.store.runs import RunView
 from cudasmith.timing.protocol import Measurement, TimingPlan, default_plan
 
 from conftest import PROBLEMS, SOLUTIONS

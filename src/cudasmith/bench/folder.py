@@ -20,9 +20,9 @@ from cudasmith.errors import UsageError
 from cudasmith.exec import Job, Lanes, ProblemRef
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.version import harness_version
-from cudasmith.report.runs import load_run
 from cudasmith.search.judge import cache_key
 from cudasmith.store import CacheKey, CandidateRecord, Run, RunStore, code_hash, new_run_id
+from cudasmith.store.runs import load_run
 from cudasmith.tasks.problem import Problem, load_problem
 from cudasmith.wording import plural
 

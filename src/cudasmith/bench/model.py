@@ -20,9 +20,9 @@ from cudasmith.exec import Lanes
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.llm import LLMConfig, load_llm_config, make_client
-from cudasmith.report.runs import load_run, task_runs
 from cudasmith.search.config import OptimizeConfig
 from cudasmith.store import Run, RunStore, code_hash, new_run_id, now_iso
+from cudasmith.store.runs import load_run, task_runs
 from cudasmith.tasks.problem import Problem, load_problem
 
 MODEL_STRATEGIES = ("one-shot", "fsr", "evolve")

@@ -1,5 +1,5 @@
 """A stored run as reports see it: its attempts (judged candidates), what its model calls cost, and its
-summary (cudasmith.report.metrics).
+summary (cudasmith.store.metrics).
 
 A bench of files spans several tasks, so its candidates carry their task in `meta["task"]` (and the
 sample index and another judge's claim beside it); a bench of a model is one search run per task (its
@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cudasmith.report.metrics import Attempt, Cost, Summary, summarize
 from cudasmith.store import CallRecord, CandidateRecord, Run, RunStore
+from cudasmith.store.metrics import Attempt, Cost, Summary, summarize
 
 # How the search marks an exact duplicate it did not judge (cudasmith.search.novelty).
 DUPLICATE = re.compile(r"a duplicate of candidate (\d+)")
