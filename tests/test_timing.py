@@ -9,6 +9,7 @@ import pytest
 
 from cudasmith import evaluate
 from cudasmith.timing import protocol as timing
+from cudasmith.timing.measure import measure
 from cudasmith.timing.protocol import (
     CallHooks,
     Measurement,
@@ -16,7 +17,6 @@ from cudasmith.timing.protocol import (
     TimingError,
     TimingPlan,
     default_plan,
-    measure,
     median_ci95,
     median_rel_stderr,
 )

@@ -155,7 +155,8 @@ def measure_launch_cost(timeout_s: float = NCU_TIMEOUT_S) -> LaunchCost:
     import torch
 
     from cudasmith.device import now_iso
-    from cudasmith.timing.protocol import default_plan, measure
+    from cudasmith.timing.measure import measure
+    from cudasmith.timing.protocol import default_plan
 
     program = [sys.executable, "-m", "cudasmith.device.launch_cost", "--launch"]
     ncu_ms = ncu_times(program, f"^{KERNEL}$", timeout_s).get(KERNEL)

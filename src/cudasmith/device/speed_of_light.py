@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from cudasmith.device import DevicePeaks, cache_bytes, device_name, now_iso, software_versions
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import TimingPlan
 
 # Peaks are estimated from a short run each: their noise matters far less than a kernel's.
 PLAN = TimingPlan(l2_state="hot", warmup_ms=20.0, min_sampling_s=0.05, max_seconds=0.5)

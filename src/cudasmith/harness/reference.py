@@ -37,7 +37,8 @@ from cudasmith.tasks.inputs import (
 from cudasmith.tasks.parameters import draw_into, drawn_values
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import TimingPlan
 
 # Reference outputs kept on the device for the session, at most this share of its memory (or, on the
 # CPU, this many bytes); the least recently used go first.
