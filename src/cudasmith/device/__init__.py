@@ -15,7 +15,7 @@ import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -160,59 +160,6 @@ def save_peaks(peaks: DevicePeaks) -> Path:
     path = peaks_path(peaks.device, peaks.versions)
     write_atomically(path, json.dumps(peaks.to_dict(), indent=2).encode())
     return path
-
-
-# Peaks are the best of at least PEAK_REPEATS measurements. The best bandwidth is cached only when a
-# second measurement confirms it within PEAKS_NOISY_SPREAD; up to PEAK_REPEATS_MAX are taken for that.
-# Unconfirmed (something else was using the device, or it varies from run to run, as virtual machines'
-# memory does), the best is used once and never cached. Work beside a measurement only lowers it, so the
-# best of several is what the device can do; the confirmation keeps one lucky burst out of the cache.
-PEAK_REPEATS = 3
-PEAK_REPEATS_MAX = 5
-PEAKS_NOISY_SPREAD = 0.10
-
-
-def best_of(measurements: list[DevicePeaks]) -> DevicePeaks:
-    """Each rate at its best over repeated measurements (what the device can do, not what it did once)."""
-    first = measurements[0]
-
-    def best(tables: list[dict[str, float]]) -> dict[str, float]:
-        return {key: max(table.get(key, 0.0) for table in tables) for key in tables[0]}
-
-    return replace(
-        first,
-        memory_gb_per_s=max(m.memory_gb_per_s for m in measurements),
-        matrix_tflops=best([m.matrix_tflops for m in measurements]),
-        vector_tflops=best([m.vector_tflops for m in measurements]),
-        memory_detail_gb_per_s=best([m.memory_detail_gb_per_s for m in measurements]),
-        seconds=round(sum(m.seconds for m in measurements), 2),
-    )
-
-
-def confirmed(measurements: list[DevicePeaks]) -> bool:
-    """Whether the best bandwidth was measured twice, within PEAKS_NOISY_SPREAD of each other."""
-    rates = sorted((m.memory_gb_per_s for m in measurements), reverse=True)
-    return len(rates) > 1 and rates[0] > 0 and (rates[0] - rates[1]) / rates[0] <= PEAKS_NOISY_SPREAD
-
-
-def ensure_peaks(
-    device: str | None = None, remeasure: bool = False, repeats: int = PEAK_REPEATS
-) -> DevicePeaks:
-    """The device's peaks from the cache, else measured `repeats` times or more (seconds each): the best
-    of them, cached only when a second measurement confirms the best (see PEAK_REPEATS_MAX)."""
-    device = usable_device(device)
-    cached = None if remeasure else load_peaks(device)
-    if cached is not None:
-        return cached
-    from cudasmith.device.speed_of_light import measure_peaks
-
-    measurements = [measure_peaks(device) for _ in range(max(1, repeats))]
-    while not confirmed(measurements) and len(measurements) < max(repeats, PEAK_REPEATS_MAX):
-        measurements.append(measure_peaks(device))
-    peaks = best_of(measurements)
-    if confirmed(measurements):
-        save_peaks(peaks)
-    return peaks
 
 
 def now_iso() -> str:

@@ -263,7 +263,7 @@ class ReferenceWorker:
         return {"ok": True, "measurement": summary}
 
     def peaks(self, request: dict[str, Any]) -> dict[str, Any]:
-        from cudasmith.device import ensure_peaks
+        from cudasmith.device.speed_of_light import ensure_peaks
 
         peaks = ensure_peaks(self.device, remeasure=bool(request.get("remeasure")))
         return {"ok": True, "peaks": peaks.to_dict()}
