@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import random
 
-from cudasmith.search.digest import inspirations_block, summary_line
 from cudasmith.search.strategies.base import (
     Candidate,
     Event,
@@ -30,6 +29,7 @@ from cudasmith.search.strategies.base import (
     best,
     rank,
 )
+from cudasmith.search.strategies.digest import inspirations_block, summary_line
 from cudasmith.search.strategies.population import Population, cell_of
 from cudasmith.search.tunables import variants
 

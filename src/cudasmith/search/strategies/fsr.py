@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cudasmith.search.digest import failures_block
 from cudasmith.search.strategies.base import (
     Candidate,
     Event,
@@ -22,6 +21,7 @@ from cudasmith.search.strategies.base import (
     best,
     most_repairable,
 )
+from cudasmith.search.strategies.digest import failures_block
 from cudasmith.search.tunables import variants
 
 
