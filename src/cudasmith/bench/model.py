@@ -21,9 +21,10 @@ from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.version import harness_version
 from cudasmith.llm import LLMConfig, load_llm_config, make_client
 from cudasmith.search.config import OptimizeConfig
-from cudasmith.store import Run, RunStore, code_hash, new_run_id, now_iso
+from cudasmith.store import Run, RunStore, code_hash, new_run_id
 from cudasmith.store.runs import load_run, task_runs
 from cudasmith.tasks.problem import Problem, load_problem
+from cudasmith.timestamps import STORE_TIMESPEC, now_iso
 
 MODEL_STRATEGIES = ("one-shot", "fsr", "evolve")
 # Told before each task's search starts: (task, its index, tasks in all).
@@ -173,7 +174,7 @@ def bench_model(
                     run.id,
                     f"start/{problem.name}",
                     "task-start",
-                    {"task": problem.name, "started_at": now_iso()},
+                    {"task": problem.name, "started_at": now_iso(STORE_TIMESPEC)},
                 )
             try:
                 if search is not None:

@@ -9,7 +9,6 @@ first timed evaluation) and cached beside the kernel cache:
 
 from __future__ import annotations
 
-import datetime
 import importlib.metadata
 import json
 import os
@@ -160,11 +159,6 @@ def save_peaks(peaks: DevicePeaks) -> Path:
     path = peaks_path(peaks.device, peaks.versions)
     write_atomically(path, json.dumps(peaks.to_dict(), indent=2).encode())
     return path
-
-
-def now_iso() -> str:
-    """The current time, for 'measured at' stamps."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _cpu_cache_bytes() -> int:

@@ -35,6 +35,7 @@ from typing import Any
 from cudasmith.device import measurement_path, software_versions
 from cudasmith.errors import CudasmithError
 from cudasmith.runtime.cache import write_atomically
+from cudasmith.timestamps import now_iso
 
 KERNEL = "cudasmith_calibrate_empty"
 SOURCE = f'extern "C" __global__ void {KERNEL}() {{}}\n'
@@ -154,7 +155,6 @@ def measure_launch_cost(timeout_s: float = NCU_TIMEOUT_S) -> LaunchCost:
     """Calibrate on this machine's current GPU (tens of seconds; needs ncu); cached by `ensure_launch_cost`."""
     import torch
 
-    from cudasmith.device import now_iso
     from cudasmith.timing.measure import measure
     from cudasmith.timing.protocol import default_plan
 

@@ -20,7 +20,6 @@ from cudasmith.device import (
     cache_bytes,
     device_name,
     load_peaks,
-    now_iso,
     save_peaks,
     software_versions,
     usable_device,
@@ -28,6 +27,7 @@ from cudasmith.device import (
 from cudasmith.errors import CudasmithError
 from cudasmith.runtime.cpu import compile_c
 from cudasmith.runtime.cuda import compile_cuda
+from cudasmith.timestamps import now_iso
 from cudasmith.timing.cuda import tools
 from cudasmith.timing.measure import measure
 from cudasmith.timing.protocol import TimingPlan

@@ -11,7 +11,6 @@ replaces a measurement, and a noisy one is not kept.
 
 from __future__ import annotations
 
-import datetime
 import json
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from cudasmith.errors import UsageError
 from cudasmith.harness.messages import TimeSpec
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
+from cudasmith.timestamps import now_iso
 
 BASELINES = {
     "eager": "eager PyTorch",
@@ -78,10 +78,6 @@ def build_baseline(name: str, problem: ModuleType, expert: Callable[[type], Any]
             return implementation
         raise ValueError("the problem's EXPERT is neither a class built like Model nor a callable")
     raise ValueError(f"unknown baseline {name!r}")
-
-
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass

@@ -57,7 +57,6 @@ from cudasmith.store.records import (
     Turn,
     VerdictRecord,
     code_hash,
-    now_iso,
 )
 from cudasmith.store.schema import SCHEMA_VERSION
 
@@ -76,5 +75,4 @@ __all__ = [
     "code_hash",
     "default_store_path",
     "new_run_id",
-    "now_iso",
 ]

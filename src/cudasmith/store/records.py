@@ -6,13 +6,7 @@ import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
-
-
-def now_iso() -> str:
-    """The current UTC time as ISO 8601 (what every time column holds)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def code_hash(source: str) -> str:
