@@ -18,7 +18,7 @@ from pathlib import Path
 from cudasmith.bench.layout import SolutionFolder, Submission, discover
 from cudasmith.errors import UsageError
 from cudasmith.exec import Job, Lanes, ProblemRef
-from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.version import harness_version
 from cudasmith.search.judge import cache_key
 from cudasmith.store import CacheKey, CandidateRecord, Run, RunStore, code_hash, new_run_id
@@ -26,8 +26,6 @@ from cudasmith.store.runs import load_run
 from cudasmith.tasks.problem import Problem, load_problem
 from cudasmith.wording import plural
 
-# (what is being judged, kernels done, kernels in all)
-Progress = Callable[[str, int, int], None]
 # Called with each candidate once it has its verdict, and whether the verdict came from the cache.
 OnVerdict = Callable[[CandidateRecord, bool], None]
 FOLDER_STRATEGY = "folder"

@@ -25,10 +25,10 @@ from cudasmith.cli_common import (
 from cudasmith.commands.options import StoreOption
 
 if TYPE_CHECKING:
-    from cudasmith.bench.folder import BenchResult, OnVerdict, Progress
+    from cudasmith.bench.folder import BenchResult, OnVerdict
     from cudasmith.bench.model import ModelBench
     from cudasmith.exec import Lanes
-    from cudasmith.harness.options import EvalOptions
+    from cudasmith.harness.options import EvalOptions, Progress
     from cudasmith.store import CandidateRecord, RunStore
 
 stderr = Console(stderr=True)

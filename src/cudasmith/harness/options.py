@@ -38,6 +38,7 @@ WARM_WORKERS_CPU = 1
 # operators ran and what share of the time the solution's own kernels took).
 RULES = ("strict", "kernelbench")
 
+# Told how far a long job is: (what is being done, steps done, steps in all).
 Progress = Callable[[str, int, int], None]
 
 

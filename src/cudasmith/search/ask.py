@@ -12,7 +12,6 @@ import json
 import secrets
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from cudasmith.device import usable_device
 from cudasmith.errors import BudgetExhausted, LLMError, UsageError
-from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.verdict import Verdict
 from cudasmith.llm import LLMConfig, Usage, load_llm_config, make_client
 from cudasmith.llm.base import Completion
@@ -34,8 +33,6 @@ from cudasmith.wording import plural
 # Run directories (and the run store) go here unless told otherwise.
 RUNS_DIR = Path("runs")
 STORE_FILE = "cudasmith.db"
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass
