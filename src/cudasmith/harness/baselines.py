@@ -20,6 +20,7 @@ from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.messages import TimeSpec
+from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.timestamps import now_iso
@@ -35,8 +36,7 @@ COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudag
 DEFAULT_CUDA = ("eager", "compile", "expert")
 # On the CPU, torch.compile builds C++ for each config (tens of seconds): asked for, not by default.
 DEFAULT_CPU = ("eager", "expert")
-# Starting the baseline worker, and timing one baseline on one config with its compilation.
-LOAD_TIMEOUT_S = 300.0
+# Timing one baseline on one config with its compilation (starting the worker: PROBLEM_LOAD_TIMEOUT_S).
 BASELINE_TIMEOUT_S = 1800.0
 # Re-time a config's baselines after this many candidates were timed against them, or this long.
 DRIFT_EVERY_CANDIDATES = 8
@@ -137,7 +137,9 @@ class SessionBaselines:
         if self._worker is None or not self._worker.alive:
             worker = self._start_worker()
             try:
-                reply, _ = worker.request({"op": "load"}, LOAD_TIMEOUT_S, "loading the problem for baselines")
+                reply, _ = worker.request(
+                    {"op": "load"}, PROBLEM_LOAD_TIMEOUT_S, "loading the problem for baselines"
+                )
             except WorkerFailure:
                 worker.close()
                 raise

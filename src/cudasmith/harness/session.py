@@ -26,7 +26,7 @@ from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.correctness import check_candidate, label, select_configs
 from cudasmith.harness.memory import too_large
 from cudasmith.harness.messages import InputSpec
-from cudasmith.harness.options import EvalOptions, Progress
+from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S, EvalOptions, Progress
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.screen import screen
@@ -37,9 +37,8 @@ from cudasmith.tasks.problem import Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
 
-# The judge's own requests: loading and describing the problem; computing and comparing outputs
-# (float64 references of large configs take seconds on a CPU); measuring the device (first time only).
-JUDGE_LOAD_TIMEOUT_S = 300.0
+# The judge's own requests: computing and comparing outputs (float64 references of large configs take
+# seconds on a CPU); measuring the device (first time only). Loading the problem: PROBLEM_LOAD_TIMEOUT_S.
 JUDGE_CALL_TIMEOUT_S = 600.0
 PEAKS_TIMEOUT_S = 300.0
 
@@ -152,7 +151,7 @@ class Judge:
             (self._describe_id, "describing the configs"),
         ):
             try:
-                reply, _ = self._judge.wait(request_id, JUDGE_LOAD_TIMEOUT_S, what)
+                reply, _ = self._judge.wait(request_id, PROBLEM_LOAD_TIMEOUT_S, what)
             except WorkerFailure as failure:
                 raise self._reference_failed(failure) from None
             if not reply.get("ok"):
