@@ -5,7 +5,7 @@ what `optimize` and `ask` did.
 Where: `./runs/cudasmith.db` (beside the run directories), or `$CUDASMITH_STORE`, or `--store PATH`.
 
     with RunStore() as store:
-        run = store.create_run(Run(kind="bench", task=..., task_version=problem.source_hash, ...))
+        run = store.create_run(new_run("bench", task, problem.source_hash, device, seed))  # store.start
         candidate = store.add_candidate(run.id, "file:a.py", "file", source=text, code_hash=code_hash(text))
         store.record_verdict(candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id)
 
