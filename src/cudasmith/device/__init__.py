@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import UsageError
-from cudasmith.hardware import device_name
+from cudasmith.hardware import device_name, driver_attributes
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 
 # The versions a measured peak or launch cost depends on (the kernels that reach a peak come with
@@ -193,27 +193,12 @@ def cache_bytes(device: str) -> int:
     return _cpu_cache_bytes()
 
 
-def _gpu_attributes(index: int) -> dict[str, int]:
-    """Clock rates (kHz) and memory bus width (bits) from the driver; empty where it does not say."""
-    try:
-        from cuda.bindings import driver
-
-        error, handle = driver.cuDeviceGet(index)
-        if int(error) != 0:
-            return {}
-        wanted = {
-            "sm_clock_khz": "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
-            "memory_clock_khz": "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
-            "memory_bus_bits": "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH",
-        }
-        found = {}
-        for key, attribute in wanted.items():
-            error, value = driver.cuDeviceGetAttribute(getattr(driver.CUdevice_attribute, attribute), handle)
-            if int(error) == 0 and value > 0:
-                found[key] = int(value)
-        return found
-    except Exception:  # older driver or no cuda-python: the properties table shows less
-        return {}
+# Clock rates (kHz) and memory bus width (bits): the driver's words for them.
+GPU_ATTRIBUTES = {
+    "sm_clock_khz": "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
+    "memory_clock_khz": "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
+    "memory_bus_bits": "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH",
+}
 
 
 def properties(device: str | None = None) -> dict[str, Any]:
@@ -239,7 +224,8 @@ def properties(device: str | None = None) -> dict[str, Any]:
         "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
         "memory_bytes": int(props.total_memory),
     }
-    attributes = _gpu_attributes(index)
+    # Where the driver does not say (an older one, or no cuda-python), the table shows less.
+    attributes = {k: v for k, v in driver_attributes(index, GPU_ATTRIBUTES).items() if v > 0}
     if "sm_clock_khz" in attributes:
         found["max_sm_clock_mhz"] = attributes["sm_clock_khz"] / 1e3
     if "memory_clock_khz" in attributes and "memory_bus_bits" in attributes:
