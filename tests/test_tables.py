@@ -19,7 +19,7 @@ from cudasmith.llm.client import Usage
 from cudasmith.report.ask_table import print_ask
 from cudasmith.report.formats import config_text, milliseconds
 from cudasmith.report.verdict_table import print_verdict
-from cudasmith.search.ask import AskResult, Candidate
+from cudasmith.search.ask import AskResult, JudgedAnswer
 from cudasmith.search.parsing import ParsedAnswer
 
 from conftest import SOLUTIONS
@@ -147,14 +147,14 @@ def test_the_ask_table_wraps_reasons_at_80_columns(tmp_path: Path) -> None:
         "cpu",
     )
     candidates = [
-        Candidate(
+        JudgedAnswer(
             0,
             Completion("…", "stop", "fake", 3000, 900),
             ParsedAnswer("x", "", "fenced"),
             timed_verdict(),
             None,
         ),
-        Candidate(
+        JudgedAnswer(
             1, Completion("…", "length", "fake", 3000, 12000), ParsedAnswer("x", "", "fenced"), wrong, None
         ),
     ]

@@ -47,7 +47,7 @@ STORE_FILE = "cudasmith.db"
 
 
 @dataclass
-class Candidate:
+class JudgedAnswer:
     """One answer of the model: what it cost, the solution found in it, and the judge's verdict."""
 
     index: int
@@ -77,13 +77,13 @@ class AskResult:
     model: str
     task: str
     device: str
-    candidates: list[Candidate]
+    candidates: list[JudgedAnswer]
     usage: Usage
     errors: list[str]
     wall_s: float
 
     @property
-    def best(self) -> Candidate | None:
+    def best(self) -> JudgedAnswer | None:
         """The fastest correct candidate (the first correct one when none was timed)."""
         correct = [c for c in self.candidates if c.verdict.correct]
         return max(correct, key=lambda c: c.verdict.speedup or 0.0, default=None)
@@ -120,7 +120,7 @@ def _candidate_file(key: str, candidate_id: int) -> str:
     return f"candidate_{key.rsplit('/', 1)[-1]}.py"
 
 
-def _candidates(search: Any, run_dir: Path) -> list[Candidate]:
+def _candidates(search: Any, run_dir: Path) -> list[JudgedAnswer]:
     """The run's candidates as `ask` reports them, their answers and verdicts also written as files."""
     store, run_id = search.store, search.run.id
     completions = {c.id: c for call in store.calls(run_id, "propose") for c in call.completions}
@@ -136,7 +136,9 @@ def _candidates(search: Any, run_dir: Path) -> list[Candidate]:
         verdict = verdict_from_dict(record.verdict or {"status": "compile_error", "reason": "not judged"})
         (run_dir / f"candidate_{index}.verdict.json").write_text(json.dumps(record.verdict, indent=2) + "\n")
         path = None if record.path is None else Path(record.path)
-        found.append(Candidate(index, Completion.from_dict(answer.completion_dict()), parsed, verdict, path))
+        found.append(
+            JudgedAnswer(index, Completion.from_dict(answer.completion_dict()), parsed, verdict, path)
+        )
     return found
 
 

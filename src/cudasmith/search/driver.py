@@ -29,7 +29,7 @@ from cudasmith.search.convert import (
 )
 from cudasmith.search.parsing import parse_answer
 from cudasmith.search.state import Outcome, Search, Snapshot
-from cudasmith.search.strategies.base import Candidate, Proposal, best
+from cudasmith.search.strategies.base import Proposal, SearchCandidate, best
 from cudasmith.store import CallRecord, CandidateRecord, code_hash
 
 # After this many calls in a row failed for good (retries spent), the run stops: the model is down.
@@ -222,7 +222,7 @@ class Driver:
 
     # Settling.
 
-    def _observe(self, candidate: Candidate, observed: int | None = None) -> None:
+    def _observe(self, candidate: SearchCandidate, observed: int | None = None) -> None:
         if observed is None:
             observed = self.observed
             self.s.store.update_candidate(candidate.id, observed=observed)
