@@ -15,12 +15,12 @@ from rich.console import Console
 
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.llm.base import Completion
-from cudasmith.llm.client import Usage
 from cudasmith.report.ask_table import print_ask
 from cudasmith.report.formats import config_text, milliseconds
 from cudasmith.report.verdict_table import print_verdict
 from cudasmith.search.ask import AskResult, JudgedAnswer
 from cudasmith.search.parsing import ParsedAnswer
+from cudasmith.store import Usage
 
 from conftest import SOLUTIONS
 

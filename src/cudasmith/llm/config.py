@@ -47,11 +47,13 @@ BACKOFF_MAX_S = 60.0
 MAX_CONCURRENCY = 8
 
 
-class _Strict(BaseModel):
+class StrictSettings(BaseModel):
+    """A table of settings: an unknown key is an error (a typo never passes silently), values are frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Endpoint(_Strict):
+class Endpoint(StrictSettings):
     """An API endpoint: which API it speaks, where it is, and which variable holds its key."""
 
     api: Literal["openai", "anthropic"] = "openai"
@@ -70,21 +72,21 @@ class Endpoint(_Strict):
         return self.base_url or os.environ.get(BASE_URL_ENV[self.api]) or None
 
 
-class Price(_Strict):
+class Price(StrictSettings):
     """US dollars per million tokens."""
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
 
 
-class LocalModel(_Strict):
+class LocalModel(StrictSettings):
     """Settings of `hf:` models run in this process with transformers."""
 
     device: str | None = Field(None, description="cuda or cpu (default: cuda when a GPU is visible).")
     dtype: str = Field("auto", description="torch dtype of the weights, or 'auto' for the checkpoint's.")
 
 
-class LLMConfig(_Strict):
+class LLMConfig(StrictSettings):
     """Everything the language model side needs; defaults work with nothing configured."""
 
     model: str | None = None

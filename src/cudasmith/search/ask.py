@@ -21,7 +21,7 @@ from cudasmith.errors import BudgetExhausted, LLMError, UsageError
 from cudasmith.exec import make_executor
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.verdict import Verdict
-from cudasmith.llm import LLMConfig, Usage, load_llm_config, make_client
+from cudasmith.llm import LLMConfig, load_llm_config, make_client
 from cudasmith.llm.base import Completion
 from cudasmith.llm.replay import RESPONSES_FILE
 from cudasmith.search.config import OptimizeConfig
@@ -34,7 +34,7 @@ from cudasmith.search.parsing import ParsedAnswer
 from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.search.state import Search
 from cudasmith.search.strategies import OneShot, SearchContext
-from cudasmith.store import RunStore
+from cudasmith.store import RunStore, Usage
 from cudasmith.store.db import new_run_id
 from cudasmith.store.start import new_run
 from cudasmith.tasks.lookup import find_named

@@ -5,29 +5,39 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import asdict
 from typing import Any
 
 from cudasmith.search.convert import candidate_from_record
 from cudasmith.search.strategies.base import best
 from cudasmith.search.verifier import agreement
-from cudasmith.store import CallRecord, Run, RunStore
-from cudasmith.store.runs import ModelCost, model_costs
+from cudasmith.store import CallRecord, Run, RunStore, Usage
+from cudasmith.store.runs import model_costs
+
+
+def _tokens_and_dollars(usage: Usage) -> dict[str, Any]:
+    """A tally as the summary writes it."""
+    return {
+        "calls": usage.calls,
+        "answers": usage.completions,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "known_usd": usage.cost_usd,
+        "unpriced_answers": usage.unpriced_completions,
+        "usd": usage.usd,
+    }
 
 
 def cost_summary(calls: list[CallRecord], correct: int) -> dict[str, Any]:
     """Tokens and dollars per model and in all (store.runs.model_costs); `usd` is None while any answer's
     price is unknown."""
     by_model = model_costs(calls)
-    total = sum(by_model.values(), ModelCost())
+    total = sum(by_model.values(), Usage())
+    in_all = _tokens_and_dollars(total)
     return {
         "usd": total.usd,
-        "known_usd": total.known_usd,
-        "unpriced_answers": total.unpriced_answers,
-        "input_tokens": total.input_tokens,
-        "output_tokens": total.output_tokens,
+        **{key: in_all[key] for key in ("known_usd", "unpriced_answers", "input_tokens", "output_tokens")},
         "per_correct_usd": total.usd / correct if total.usd is not None and correct else None,
-        "by_model": {model: {**asdict(entry), "usd": entry.usd} for model, entry in by_model.items()},
+        "by_model": {model: _tokens_and_dollars(usage) for model, usage in by_model.items()},
     }
 
 

@@ -55,6 +55,7 @@ from cudasmith.store.records import (
     CompletionRecord,
     Run,
     Turn,
+    Usage,
     VerdictRecord,
     code_hash,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "Run",
     "RunStore",
     "Turn",
+    "Usage",
     "VerdictRecord",
     "code_hash",
     "default_store_path",

@@ -9,10 +9,10 @@ sample index and another judge's claim beside it); a bench of a model is one sea
 from __future__ import annotations
 
 import re
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from cudasmith.store import CallRecord, CandidateRecord, Run, RunStore
+from cudasmith.store import CallRecord, CandidateRecord, Run, RunStore, Usage
 from cudasmith.store.metrics import Attempt, Cost, Summary, summarize
 
 # How the search marks an exact duplicate it did not judge (cudasmith.search.novelty).
@@ -53,50 +53,23 @@ class RunView:
         return list(found.values())
 
 
-@dataclass
-class ModelCost:
-    """One model's calls in a run: answers, tokens, and the dollars of its priced answers."""
-
-    calls: int = 0
-    answers: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    known_usd: float = 0.0
-    unpriced_answers: int = 0
-
-    @property
-    def usd(self) -> float | None:
-        """What its calls cost; None while any answer's price is unknown (never counted as 0)."""
-        return self.known_usd if not self.unpriced_answers else None
-
-    def __add__(self, other: ModelCost) -> ModelCost:
-        """Two tallies as one: `sum(by_model.values(), ModelCost())` is the run's."""
-        return ModelCost(*(mine + theirs for mine, theirs in zip(astuple(self), astuple(other), strict=True)))
-
-
-def model_costs(calls: list[CallRecord]) -> dict[str, ModelCost]:
+def model_costs(calls: list[CallRecord]) -> dict[str, Usage]:
     """What a run's model calls cost, per model: the one sum every cost of a run is read from."""
-    by_model: dict[str, ModelCost] = {}
+    by_model: dict[str, Usage] = {}
     for call in calls:
-        entry = by_model.setdefault(call.model, ModelCost())
+        entry = by_model.setdefault(call.model, Usage())
         entry.calls += 1
         for completion in call.completions:
-            entry.answers += 1
-            entry.input_tokens += completion.input_tokens or 0
-            entry.output_tokens += completion.output_tokens or 0
-            if completion.cost_usd is None:
-                entry.unpriced_answers += 1
-            else:
-                entry.known_usd += completion.cost_usd
+            entry.add(completion)
     return by_model
 
 
-def run_cost(by_model: dict[str, ModelCost]) -> Cost | None:
+def run_cost(by_model: dict[str, Usage]) -> Cost | None:
     """A run's cost over its models (model_costs); None when no model was called."""
     if not by_model:
         return None
-    total = sum(by_model.values(), ModelCost())
-    return Cost(total_usd=total.usd, calls=total.calls, unpriced_calls=total.unpriced_answers)
+    total = sum(by_model.values(), Usage())
+    return Cost(total_usd=total.usd, calls=total.calls, unpriced_calls=total.unpriced_completions)
 
 
 def _spent_at_completion(calls: list[CallRecord]) -> dict[int, float | None]:
