@@ -14,10 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from cudasmith.errors import UsageError
-from cudasmith.llm.config import StrictSettings, read_config_table
+from cudasmith.llm.config import StrictSettings, load_settings
 from cudasmith.search.novelty import NEAR_DUPLICATE_RATIO
 
 # CUDA-LLM's FSR: N candidates per round, D rounds; we stop earlier after PATIENCE rounds without a gain
@@ -93,12 +92,4 @@ class OptimizeConfig(StrictSettings):
 
 def load_optimize_config(explicit: str | Path | None = None, **overrides: Any) -> OptimizeConfig:
     """The `[optimize]` settings, validated; keyword overrides (not None) win over the file."""
-    table, path = read_config_table("optimize", explicit)
-    table = {**table, **{k: v for k, v in overrides.items() if v is not None}}
-    try:
-        return OptimizeConfig.model_validate(table)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "optimize"
-        source = f"{path}: " if path else ""
-        raise UsageError(f"{source}optimize.{where}: {error['msg']}") from None
+    return load_settings(OptimizeConfig, "optimize", explicit, overrides)
