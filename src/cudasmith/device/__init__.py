@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudasmith import __version__
 from cudasmith.errors import UsageError
 from cudasmith.hardware import device_name, driver_attributes
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
@@ -81,9 +82,7 @@ def _driver_version() -> str | None:
 
 def software_versions() -> dict[str, str | None]:
     """Versions that timings depend on; computed without touching the GPU, so any process gets the same."""
-    import torch
-
-    from cudasmith import __version__
+    import torch  # here, not above: the CLI reads device facts and cached peaks without torch
 
     return {
         "cudasmith": __version__,

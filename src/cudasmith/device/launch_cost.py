@@ -34,6 +34,7 @@ from typing import Any
 
 from cudasmith.device import measurement_path, software_versions
 from cudasmith.errors import CudasmithError
+from cudasmith.runtime import compile_cuda
 from cudasmith.runtime.cache import write_atomically
 from cudasmith.timestamps import now_iso
 
@@ -145,14 +146,13 @@ def save_launch_cost(cost: LaunchCost) -> Path:
 
 
 def _launcher() -> Any:
-    from cudasmith.runtime import compile_cuda
-
     kernel = compile_cuda(SOURCE, KERNEL)
     return lambda _index: kernel(grid=1, block=32)
 
 
 def measure_launch_cost(timeout_s: float = NCU_TIMEOUT_S) -> LaunchCost:
     """Calibrate on this machine's current GPU (tens of seconds; needs ncu); cached by `ensure_launch_cost`."""
+    # torch and the timer are imported here, not above: reading a stored cost needs neither.
     import torch
 
     from cudasmith.timing.measure import measure

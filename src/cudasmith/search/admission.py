@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.exec import Job, ProblemRef
+from cudasmith.harness.nsight import profile
 from cudasmith.llm import request_for
 from cudasmith.search.convert import candidate_from_record, no_solution_verdict, request_to_dict
 from cudasmith.search.novelty import NoveltyFilter
@@ -166,8 +167,6 @@ class Admission:
         return candidate.correct and (top is None or rank(candidate) < rank(top))
 
     def _profile(self, candidate: SearchCandidate, path: Path) -> Any:
-        from cudasmith.harness.nsight import profile
-
         assert candidate.verdict is not None
         public = [c for c in candidate.verdict.configs if not c.hidden and isinstance(c.config, dict)]
         slowest = max(public, key=lambda c: c.time_ms or 0.0, default=None)
