@@ -4,6 +4,11 @@ processes and KernelBench's own evaluator, on one GPU.
     python benchmarks/throughput.py --kernelbench .kernelbench --out throughput.json    # on the GPU machine
     python benchmarks/throughput.py --approaches session,kernelbench --tasks level1/softmax,level1/relu
     python benchmarks/throughput.py --device cpu --candidates DIR --approaches oneshot   # plumbing, on a CPU
+    python benchmarks/throughput.py --stream --kernelbench .kernelbench --in-flight 4   # stream mode
+
+Stream mode (--stream, throughput_stream.py) judges many variants of one or two tasks, as a search does,
+with K candidates in flight, beside KernelBench's evaluator, then checks that candidates in flight do
+not change an honest kernel's time. Batch mode (the rest of this docstring) judges the fixed batch.
 
 The batch is benchmarks/candidates/<task>/<name>.py, with EXPECTED.json (file → expected status). Steps:
   1. `cudasmith device`: the device's peaks and launch cost, measured once per machine, then copied into
@@ -42,11 +47,9 @@ import fnmatch
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -55,8 +58,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from child_processes import last_json, run_process, tail
 from rich.console import Console
-from throughput_report import Approach, Candidate, Result, judge_errors, print_tables, report_lines
+from stream_children import child_interference, child_stream
+from stream_variants import PER_TASK
+from throughput_report import Approach, Candidate, Result, judge_errors, kind_of, print_tables, report_lines
+from throughput_stream import run_stream
 
 from cudasmith.exec.nvml import MEANING, BusySampler
 from cudasmith.harness.process import visible_gpu
@@ -75,24 +82,12 @@ KERNELBENCH_TIMEOUT_S = 180.0
 DEVICE_FACTS_TIMEOUT_S = 300.0
 # The hang probe's own limit: above the 184 s a hanging forward cost before sessions (a 180 s call limit).
 HANG_PROBE_TIMEOUT_S = 240.0
-# After SIGTERM, a process group gets this long to clean up its workers before SIGKILL.
-GRACE_S = 5.0
 BUSY_MEANING = f"over the approach's wall time, {MEANING}"
 COLD_EXAMPLE = {
     "cuda": ("examples/softmax_cuda.py", "level1/softmax"),
     "cpu": ("examples/softmax_cpu.py", "level1/softmax"),
 }
 console = Console(stderr=True, highlight=False, markup=False)
-
-
-def kind_of(source: str) -> str:
-    if "load_inline(" in source:
-        return "load_inline"
-    if "import triton" in source:
-        return "triton"
-    if "compile_cuda(" in source:
-        return "nvrtc"
-    return "c" if "compile_c(" in source else "python"
 
 
 def load_batch(folder: Path, tasks: list[str] | None, only: str | None) -> list[Candidate]:
@@ -114,74 +109,6 @@ def load_batch(folder: Path, tasks: list[str] | None, only: str | None) -> list[
         rank[candidate.name] = seen[candidate.task]
         seen[candidate.task] += 1
     return sorted(batch, key=lambda c: (deferred(c), rank[c.name], c.name))
-
-
-def run_process(
-    command: list[str],
-    env: dict[str, str],
-    timeout_s: float,
-    on_line: Callable[[str], None] | None = None,
-) -> tuple[int | None, str, str, float]:
-    """Run to the end or for timeout_s, then stop its process group (SIGTERM, then SIGKILL); rc None if
-    stopped. Both pipes are drained by threads while it runs, so a chatty child never blocks on a full
-    pipe, and `on_line` sees each stdout line as it comes."""
-    started = time.monotonic()
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    out: list[str] = []
-    err: list[str] = []
-
-    def drain(stream: Any, sink: list[str], callback: Callable[[str], None] | None) -> None:
-        for line in stream:
-            sink.append(line)
-            if callback is not None:
-                callback(line)
-
-    readers = [
-        threading.Thread(target=drain, args=(process.stdout, out, on_line), daemon=True),
-        threading.Thread(target=drain, args=(process.stderr, err, None), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-    rc: int | None
-    try:
-        rc = process.wait(timeout=max(timeout_s, 1.0))
-    except subprocess.TimeoutExpired:
-        rc = None
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    # A worker that left the group may still hold a pipe open: the output so far is enough.
-    for reader in readers:
-        reader.join(timeout=GRACE_S)
-    return rc, "".join(out), "".join(err), time.monotonic() - started
-
-
-def last_json(text: str) -> dict[str, Any] | None:
-    """The JSON object a child printed: the whole text, else its last line that parses."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    for line in reversed(text.strip().splitlines()):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    return None
-
-
-def tail(text: str, lines: int = 2) -> str:
-    return " | ".join(text.strip().splitlines()[-lines:])[:300]
 
 
 class Runner:
@@ -260,7 +187,7 @@ class Runner:
         if name == "session":
             self._session(approach, batch, env, deadline)
         else:
-            judge = self._oneshot if name == "oneshot" else self._kernelbench
+            judge = self._oneshot if name == "oneshot" else self.kernelbench
             for candidate in batch:
                 if (
                     name == "kernelbench"
@@ -288,7 +215,8 @@ class Runner:
             candidate.path, candidate.task, env, min(self.args.oneshot_timeout_s, left_s)
         )
 
-    def _kernelbench(self, candidate: Candidate, env: dict[str, str], left_s: float) -> Result:
+    def kernelbench(self, candidate: Candidate, env: dict[str, str], left_s: float) -> Result:
+        """KernelBench's evaluator on one candidate, in a process of its own."""
         from cudasmith.tasks import load_task
 
         problem = load_task(candidate.task)
@@ -421,7 +349,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--kernelbench", type=Path, help="KernelBench checkout (needed for the kernelbench approach)"
     )
-    parser.add_argument("--candidates", type=Path, default=CANDIDATES, help="batch folder with EXPECTED.json")
+    parser.add_argument(
+        "--candidates",
+        type=Path,
+        help="folder with EXPECTED.json: the batch (default benchmarks/candidates), or the stream (default: "
+        "made by stream_variants.py)",
+    )
     parser.add_argument("--tasks", help="only these tasks, comma-separated (level1/softmax,…)")
     parser.add_argument("--only", help="only candidates whose path matches this glob ('*/cuda_*')")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
@@ -445,14 +378,68 @@ def parse_args() -> argparse.Namespace:
         "--kernelbench-hang", action="store_true", help="give KernelBench the hanging kernel too"
     )
     parser.add_argument("--out", type=Path, help="write every number here (JSON)")
+    stream = parser.add_argument_group("stream mode (throughput_stream.py)")
+    stream.add_argument(
+        "--stream",
+        action="store_true",
+        help="judge a stream of variants, as a search does, instead of the batch",
+    )
+    stream.add_argument(
+        "--in-flight",
+        type=int,
+        help="candidates a session keeps in flight, for its own row (K=1 and the default run too)",
+    )
+    stream.add_argument(
+        "--stream-per-task", type=int, default=PER_TASK, help=f"variants per task (default {PER_TASK})"
+    )
+    stream.add_argument("--no-interference", action="store_true", help="skip the interference check")
     parser.add_argument("--child-session", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-stream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-interference", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("names", nargs="*", help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
+def stream_main(args: argparse.Namespace) -> int:
+    """Stream mode (throughput_stream.py): the device's facts once, then its rows and the check."""
+    if args.kernelbench is not None:
+        args.kernelbench = args.kernelbench.resolve()
+    notes: list[str] = []
+    sampler = gpu_sampler(args, notes)
+    document: dict[str, Any] = {
+        "versions": versions(args, sampler),
+        "notes": notes,
+        "busy_fraction_measures": BUSY_MEANING,
+    }
+    with tempfile.TemporaryDirectory(prefix="cudasmith-stream-") as directory:
+        runner = Runner(args, Path(directory), sampler)
+        console.print("[throughput] device facts (cudasmith device)")
+        document["device_facts"] = runner.device_facts()
+        code = run_stream(args, runner, document)
+    if sampler is not None:
+        sampler.close()
+    if args.out:
+        args.out.write_text(json.dumps(document, indent=2, default=str))
+    return code
+
+
+def gpu_sampler(args: argparse.Namespace, notes: list[str]) -> BusySampler | None:
+    """NVML's sampler of the GPU's busy time, or None (with a note) where there is none."""
+    if args.device != "cuda":
+        return None
+    try:
+        return BusySampler(visible_gpu(0, os.environ.get("CUDA_VISIBLE_DEVICES")))
+    except Exception as exc:  # no pynvml, or no driver: the run goes on without busy fractions
+        notes.append(f"GPU busy fraction not measured: {type(exc).__name__}: {exc}")
+        return None
+
+
 def main() -> int:
     args = parse_args()
-    if args.child_session:
+    child = {"child_session": child_session, "child_stream": child_stream}
+    child["child_interference"] = child_interference
+    chosen_child = next((run for flag, run in child.items() if getattr(args, flag)), None)
+    if chosen_child is not None:
         replies = os.fdopen(os.dup(1), "w")
         os.dup2(2, 1)  # anything else printed goes to stderr, never into the replies
 
@@ -460,8 +447,11 @@ def main() -> int:
             replies.write(json.dumps(event) + "\n")
             replies.flush()
 
-        child_session(args, emit)
+        chosen_child(args, emit)
         return 0
+    if args.stream:
+        return stream_main(args)
+    args.candidates = args.candidates or CANDIDATES
     batch = load_batch(args.candidates, args.tasks.split(",") if args.tasks else None, args.only)
     chosen = [a.strip() for a in args.approaches.split(",") if a.strip()]
     unknown = set(chosen) - set(APPROACHES)
@@ -476,12 +466,7 @@ def main() -> int:
     if "kernelbench" in chosen and (args.kernelbench is None or args.device != "cuda"):
         chosen.remove("kernelbench")
         notes.append("kernelbench left out: it needs --kernelbench DIR and a CUDA GPU")
-    sampler = None
-    if args.device == "cuda":
-        try:
-            sampler = BusySampler(visible_gpu(0, os.environ.get("CUDA_VISIBLE_DEVICES")))
-        except Exception as exc:  # no pynvml, or no driver: the run goes on without busy fractions
-            notes.append(f"GPU busy fraction not measured: {type(exc).__name__}: {exc}")
+    sampler = gpu_sampler(args, notes)
     document: dict[str, Any] = {
         "versions": versions(args, sampler),
         "notes": notes,

@@ -31,6 +31,17 @@ class Candidate:
     kind: str  # nvrtc | triton | load_inline | c | python
 
 
+def kind_of(source: str) -> str:
+    """How a solution builds its kernels: load_inline, triton, nvrtc, c or python."""
+    if "load_inline(" in source:
+        return "load_inline"
+    if "import triton" in source:
+        return "triton"
+    if "compile_cuda(" in source:
+        return "nvrtc"
+    return "c" if "compile_c(" in source else "python"
+
+
 @dataclass
 class Result:
     """What one approach made of one candidate; status 'not reached' when the budget ran out first."""

@@ -57,6 +57,8 @@ SENSITIVITY_MIN_WINS = 9
 TIMING_COST_LIMIT_S = 0.3
 FAST_KERNEL_MS = 1.0
 TIMERS = ("ours", "ours-span", "ours-events", "do_bench", "kernelbench")
+# Where one measurement's wall time goes (timing.protocol.Measurement.phases_s).
+PHASES = ("warmup", "sampling", "records")
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,22 @@ def plan_for(device: str, quick: bool) -> Any:
     return plan if MIN_SAMPLING_S is None else replace(plan, min_sampling_s=MIN_SAMPLING_S)
 
 
+def prepare_like_a_worker(device: str) -> None:
+    """What a judge's worker does before any solution loads (harness/candidate.py's prepare): the timing
+    kernels compiled and CUPTI loaded by a first recording. Without it the first kernel measured here
+    would pay both, which no config timed by the judge pays."""
+    if device != "cuda":
+        return
+    import torch
+
+    from cudasmith.timing.activity import ActivityRecorder
+    from cudasmith.timing.cuda import tools
+
+    torch.zeros(1, device="cuda")
+    tools(torch.cuda.current_device())
+    ActivityRecorder().stop()
+
+
 def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict[str, Any]:
     """Every kernel by every timer, in this process."""
     from cudasmith.timing.measure import measure
@@ -222,6 +240,7 @@ def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict
         from triton.testing import do_bench
     except ImportError:
         do_bench = None
+    prepare_like_a_worker(device)
     results = {}
     for kernel in kernels:
         launch = make_launcher(kernel, device, copies=2)
@@ -237,15 +256,17 @@ def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict
             "ours_ci95_ms": list(ours.ci95_ms),
             "ours_n": len(ours.samples_ms),
             "ours_wall_s": wall_s,
+            "ours_phases_s": ours.phases_s,
             "ours_method": ours.method,
             "ours_warnings": ours.warnings,
             "do_bench": do_bench(lambda launch=launch: launch(0)) if do_bench and device == "cuda" else None,
             "kernelbench": kernelbench_ms(lambda launch=launch: launch(0), device),
         }
         warnings = f"; {' | '.join(ours.warnings)}" if ours.warnings else ""
+        phases = ", ".join(f"{name} {seconds:.3f}" for name, seconds in ours.phases_s.items())
         print(
             f"  {kernel.name}: ours {ours.median_ms * 1e3:.2f} µs ({ours.method}, n={len(ours.samples_ms)}, "
-            f"stop: {ours.stop}, {wall_s:.2f} s{warnings})"
+            f"stop: {ours.stop}, {wall_s:.3f} s: {phases}{warnings})"
         )
     return results
 
@@ -368,6 +389,14 @@ def summarise(
             }
         costs = [run[kernel.name]["ours_wall_s"] for run in runs if "ours_wall_s" in run.get(kernel.name, {})]
         row["ours_wall_s"] = {"s": statistics.median(costs) if costs else None, "per_process_s": costs}
+        phases = [run[kernel.name].get("ours_phases_s") or {} for run in runs if kernel.name in run]
+        row["ours_phases_s"] = {
+            name: statistics.median(p[name] for p in phases if name in p)
+            for name in PHASES
+            if any(name in p for p in phases)
+        }
+        counts = [run[kernel.name]["ours_n"] for run in runs if "ours_n" in run.get(kernel.name, {})]
+        row["ours_n"] = statistics.median(counts) if counts else None
         rows[kernel.name] = row
     return rows
 
@@ -451,6 +480,26 @@ def table(kernels: tuple[Kernel, ...], rows: dict[str, Any]) -> str:
             )
         text += f" {cell(row['ours_wall_s']['s'], '.3f'):>7}"
         lines.append(text)
+    return "\n".join(lines)
+
+
+def cost_table(kernels: tuple[Kernel, ...], rows: dict[str, Any]) -> str:
+    """Per kernel, what one measurement by ours cost: wall seconds, its phases and its samples (medians
+    over processes)."""
+    header = (
+        f"{'kernel':<12} {'cost s':>7} {'warm-up s':>10} {'sampling s':>11} {'records s':>10} {'samples':>8}"
+    )
+    lines = [header, "─" * len(header)]
+    for kernel in kernels:
+        row = rows[kernel.name]
+        phases = row.get("ours_phases_s") or {}
+        cells = [row["ours_wall_s"]["s"], *(phases.get(name) for name in PHASES)]
+        text = f"{kernel.name:<12}" + "".join(
+            f" {'–' if value is None else format(value, '.3f'):>{width}}"
+            for value, width in zip(cells, (7, 10, 11, 10), strict=True)
+        )
+        count = row.get("ours_n")
+        lines.append(text + f" {'–' if count is None else format(count, '.0f'):>8}")
     return "\n".join(lines)
 
 
@@ -584,6 +633,8 @@ def main() -> None:
     print(
         "cost s: wall seconds of one measurement by ours (warm-up, samples, stop), median over processes.\n"
     )
+    print("Timing cost per kernel (ours; records: reading CUPTI's records, at checkpoints and at the end)")
+    print(cost_table(kernels, rows) + "\n")
     for line in [*verdicts(kernels, rows, sensitivity), *(f"note: {n}" for n in notes)]:
         print(line)
     sys.stdout.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cudasmith.timing.activity import Activity, spans_between
+from cudasmith.timing.spans import SpanLog
 
 FLUSH, BLOCKER = "cudasmith_read", "cudasmith_blocker"
 US = 1000  # nanoseconds
@@ -45,33 +46,48 @@ def test_records_arrive_in_any_order() -> None:
 
 
 def test_cupti_spans_stand_in_for_event_times_only_when_they_saw_every_sample() -> None:
-    from cudasmith.timing.cuda import _cupti_samples, _Sample
-
-    def taken(*event_ms: float) -> list[_Sample]:
-        return [_Sample(event_ms=e, host_ms=0.01, clock_mhz=1980.0, timed_out=False) for e in event_ms]
+    def spans(
+        records: list[Activity],
+        kept: list[bool],
+        event_ms: list[float],
+        warnings: list[str],
+        seen: dict | None = None,
+    ) -> list[float] | None:
+        log = SpanLog(FLUSH, (BLOCKER,), "cudasmith_close", lambda: None, lambda: FakeRecorder(records))
+        log.open(0)
+        log.close(len(kept))
+        return log.spans(kept, event_ms, warnings, {} if seen is None else seen)
 
     records = sample(0, [("add", 61, 63)]) + sample(1000, [("add", 61, 64)])
     warnings: list[str] = []
-    assert _cupti_samples(records, True, taken(0.004, 0.005), [True, True], warnings, {}) == [
+    assert spans(records, [True, True], [0.004, 0.005], warnings) == [
         pytest.approx(0.002),
         pytest.approx(0.003),
     ]
-    assert _cupti_samples(records, True, taken(0.004, 0.005), [False, True], warnings, {}) == [
-        pytest.approx(0.003)
-    ]
+    assert spans(records, [False, True], [0.005], warnings) == [pytest.approx(0.003)]
     assert warnings == []
     seen: dict = {}
-    _cupti_samples(records, True, taken(0.004, 0.005), [True, True], warnings, seen)
+    spans(records, [True, True], [0.004, 0.005], warnings, seen)
     assert seen == {"add": {"kind": "kernel", "ns": 5000, "calls": 2}}  # what ran, for the kernel audit
     # A sample CUPTI did not see at all: its records are incomplete, the events stand in.
-    assert _cupti_samples(records, True, taken(0.004, 0.005, 0.004), [True] * 3, warnings, {}) is None
+    assert spans(records, [True] * 3, [0.004, 0.005, 0.004], warnings) is None
     assert "CUPTI saw 2 samples of 3" in warnings[-1]
     # Calls with no GPU work: zero, said so; unless CUDA events saw real work CUPTI missed.
     idle = sample(0, []) + sample(1000, [])
-    assert _cupti_samples(idle, True, taken(0.002, 0.002), [True, True], warnings, {}) == [0.0, 0.0]
+    assert spans(idle, [True, True], [0.002, 0.002], warnings) == [0.0, 0.0]
     assert "no GPU work at all in 2 of 2" in warnings[-1]
-    assert _cupti_samples(idle, True, taken(0.5, 0.5), [True, True], warnings, {}) is None
+    assert spans(idle, [True, True], [0.5, 0.5], warnings) is None
     assert "CUDA-event times used" in warnings[-1]
+
+
+class FakeRecorder:
+    """Stands in for an ActivityRecorder: the records it 'saw'."""
+
+    def __init__(self, records: list[Activity]) -> None:
+        self.records = records
+
+    def stop(self) -> list[Activity]:
+        return self.records
 
 
 def test_work_after_a_sample_is_closed_is_not_the_calls() -> None:

@@ -79,3 +79,24 @@ def test_output_lists_check_count_shape_and_dtype() -> None:
     assert "shape [4], expected [4, 4]" in compare_outputs([x[0]], [x], None, {}).reason
     assert "dtype torch.float64" in compare_outputs([x.double()], [x], None, {}).reason
     assert compare_outputs([x.clone()], [x], [x.double()], {}).ok
+
+
+def test_kernelbench_s_own_check_rides_along_with_ours() -> None:
+    """KernelBench's allclose (atol = rtol = 1e-4 in float32, 1e-2 in half types) is reported beside our
+    verdict: it agrees on copies and gross errors, and differs where the two rules differ."""
+    reference = torch.randn(1000)
+    truth = [reference.double()]
+    assert compare_outputs([reference.clone()], [reference], truth, {}).kernelbench is True
+    off = compare_outputs([reference + 5e-3], [reference], truth, {})
+    assert not off.ok and off.kernelbench is False
+    # A float16 answer off by 8e-3: outside our calibrated fp16 bound, inside KernelBench's 1e-2.
+    half = reference.half()
+    shifted = compare_outputs([half + 8e-3], [half], truth, {})
+    assert not shifted.ok and shifted.kernelbench is True
+    # NaN where the reference has NaN: the same answer for us, never equal for torch.allclose.
+    with_nan = reference.clone()
+    with_nan[3] = float("nan")
+    both = compare_outputs([with_nan.clone()], [with_nan], [with_nan.double()], {})
+    assert both.ok and both.kernelbench is False
+    # The wrong shape fails both.
+    assert compare_outputs([reference[:10]], [reference], truth, {}).kernelbench is False

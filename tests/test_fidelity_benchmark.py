@@ -87,6 +87,18 @@ def test_criteria_are_judged_per_duration_class(fidelity: ModuleType) -> None:
     assert cost_line.startswith("timing cost <1 ms: FAIL") and "worst add_8m 0.35 s" in cost_line
     text = fidelity.table(kernels, rows)
     assert "add_8m" in text and "30.00" in text and "+4.4%" in text and "cost s" in text and "0.350" in text
+    for k, run in enumerate(runs):
+        run["add_1m"]["ours_phases_s"] = {"warmup": 0.05, "sampling": 0.1 + 0.01 * k, "records": 0.02}
+        run["add_1m"]["ours_n"] = 300 + k
+    rows = fidelity.summarise(kernels, runs, ncu)
+    assert rows["add_1m"]["ours_phases_s"] == {
+        "warmup": 0.05,
+        "sampling": pytest.approx(0.12),
+        "records": 0.02,
+    }
+    costs = fidelity.cost_table(kernels, rows).splitlines()
+    assert costs[2].split() == ["add_1m", "0.120", "0.050", "0.120", "0.020", "302"]
+    assert costs[3].split() == ["add_8m", "0.350", "–", "–", "–", "–"]
 
 
 def test_a_quick_cpu_run_prints_the_table_last(tmp_path: Path) -> None:
@@ -101,3 +113,5 @@ def test_a_quick_cpu_run_prints_the_table_last(tmp_path: Path) -> None:
     document = json.loads(out.read_text())
     assert document["rows"]["add_64k"]["ours"]["ms"] > 0 and "add_1m" in document["sensitivity"]
     assert document["rows"]["add_64k"]["ours_wall_s"]["s"] > 0
+    assert document["rows"]["add_64k"]["ours_phases_s"]["sampling"] > 0
+    assert "Timing cost per kernel" in done.stdout

@@ -11,7 +11,7 @@ import pytest
 
 from cudasmith.device import launch_cost, software_versions
 from cudasmith.device.launch_cost import LaunchCost, load_launch_cost, parse_ncu_csv, save_launch_cost
-from cudasmith.timing.cuda import with_launch_cost
+from cudasmith.timing.spans import with_launch_cost
 
 CSV = """==PROF== Connected to process 7 (/usr/bin/python3)
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"

@@ -1,6 +1,7 @@
 """benchmarks/throughput.py and its KernelBench driver: the batch order, the session child's events, the
 bookkeeping and report on made-up results, KernelBench's results in our statuses, loading its evaluator
-without its package __init__, and a run of the cudasmith approaches on the CPU."""
+without its package __init__, and a run of the cudasmith approaches on the CPU; stream mode's variants,
+rows, agreement and interference figures, and a stream run on the CPU."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from typing import Any, ClassVar
 import pytest
 
 import cudasmith
+from cudasmith.harness.screen import screen
+from cudasmith.runtime import compile_cuda
+from test_candidates import ARCH, nvrtc_kernels
 
-from conftest import ROOT, SOLUTIONS
+from conftest import EXAMPLES, ROOT, SOLUTIONS
 
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -32,6 +36,8 @@ def scripts() -> Iterator[SimpleNamespace]:
             throughput=importlib.import_module("throughput"),
             report=importlib.import_module("throughput_report"),
             kernelbench=importlib.import_module("kernelbench_evaluator"),
+            variants=importlib.import_module("stream_variants"),
+            stream=importlib.import_module("throughput_stream"),
         )
     finally:
         sys.path.remove(str(BENCHMARKS))
@@ -216,3 +222,151 @@ def test_a_cpu_run_of_the_cudasmith_approaches(tmp_path: Path) -> None:
     assert oneshot["judged"] == 2 and oneshot["median_s"] > 0
     session = document["approaches"]["session"]["results"]
     assert all(r["status"] in ("unavailable", expected[n]) for n, r in session.items())
+
+
+def test_the_stream_is_the_same_every_time_mixed_and_a_third_wrong(
+    scripts: SimpleNamespace, tmp_path: Path
+) -> None:
+    first = scripts.variants.write_stream(tmp_path / "a")
+    again = scripts.variants.write_stream(tmp_path / "b")
+    assert first == again
+    assert all((tmp_path / "a" / n).read_text() == (tmp_path / "b" / n).read_text() for n in first)
+    sources = {name: (tmp_path / "a" / name).read_text() for name in first}
+    assert len(set(sources.values())) == len(sources), "every variant compiles afresh"
+    kinds = {scripts.report.kind_of(source) for source in sources.values()}
+    assert {"nvrtc", "triton", "load_inline"} <= kinds
+    for task in scripts.variants.TASKS:
+        statuses = [status for name, status in first.items() if name.startswith(task + "/")]
+        assert len(statuses) == scripts.variants.PER_TASK
+        assert sum(status != "correct" for status in statuses) * 3 == len(statuses), task
+    for name, source in sources.items():
+        assert f"Expected verdict: {first[name]}" in source and "class ModelNew" in source, name
+        assert screen(source) is None, name
+    with pytest.raises(ValueError, match="exactly once"):
+        broken = scripts.variants.Recipe(
+            "level1/relu/cuda_relu.py", "gone", (("no such text", ""),), "correct"
+        )
+        scripts.variants.variant(broken, 1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cuda.bindings") is None, reason="needs cuda-python")
+def test_the_streams_nvrtc_kernels_compile(scripts: SimpleNamespace, tmp_path: Path) -> None:
+    expected = scripts.variants.write_stream(tmp_path, per_task=len(scripts.variants.RECIPES["level1/relu"]))
+    compiled = 0
+    for name in expected:
+        for source, kernel, options in nvrtc_kernels((tmp_path / name).read_text()):
+            compile_cuda(source, kernel, options=options, arch=ARCH)
+            compiled += 1
+    assert compiled >= 10
+
+
+def _row(
+    stream: ModuleType, report: ModuleType, name: str, wall_s: float, statuses: dict[str, tuple[str, float]]
+) -> Any:
+    row = stream.Row(report.Approach(name, wall_s=wall_s), {"level1/relu/a.py"})
+    row.approach.results = {n: report.Result(status, seconds) for n, (status, seconds) in statuses.items()}
+    return row
+
+
+def test_stream_rows_compare_with_kernelbench_and_with_each_other(scripts: SimpleNamespace) -> None:
+    stream, report = scripts.stream, scripts.report
+    batch = [
+        _candidate(report, "level1/relu/a.py", "correct"),
+        _candidate(report, "level1/relu/b.py", "incorrect"),
+        _candidate(report, "level1/relu/c.py", "correct"),
+    ]
+    a, b, c = (f"level1/relu/{x}.py" for x in "abc")
+    runs = {
+        "kernelbench": (60.0, {a: ("correct", 6.0), b: ("correct", 5.0), c: ("not reached", 0.0)}),
+        "session K=1": (15.0, {a: ("correct", 9.0), b: ("incorrect", 1.0), c: ("correct", 2.0)}),
+        "session K=4": (10.0, {a: ("correct", 9.0), b: ("correct", 3.0), c: ("correct", 4.0)}),
+    }
+    kernelbench, one, four = (_row(stream, report, name, *run) for name, run in runs.items())
+    rate = kernelbench.summary(batch, None)["candidates_per_gpu_minute"]
+    assert rate == 2.0
+    summary = one.summary(batch, rate)
+    assert summary["candidates_per_gpu_minute"] == 12.0 and summary["vs_kernelbench"] == 6.0
+    assert summary["warm_median_s"] == 1.5, "the first of the task is left out"
+    assert summary["wall_per_candidate_s"] == 5.0 and summary["unexpected"] == []
+    assert four.summary(batch, rate)["unexpected"] == ["level1/relu/b.py"]
+    assert stream.disagreements([kernelbench, one, four], batch) == [
+        "session K=4: level1/relu/b.py correct, K=1 said incorrect"
+    ]
+    assert stream.session_rows(4, True) == [
+        ("session K=1", 1),
+        ("session K=default", None),
+        ("session K=4", 4),
+    ]
+    assert stream.session_rows(4, False) == [("session K=1", 1)]
+
+
+def test_the_interference_check_compares_times_config_by_config(scripts: SimpleNamespace) -> None:
+    stream = scripts.stream
+    alone = [{"times_ms": [0.010, 1.00]}, {"times_ms": [0.011, 1.02]}]
+    calm = [{"times_ms": [0.0105, 1.01]}, {"times_ms": [0.0106, 1.02]}]
+    found = stream.compare_times(alone, calm)
+    assert found["passed"] and found["delta_pct"] == [
+        pytest.approx(0.476, abs=1e-3),
+        pytest.approx(0.495, abs=1e-3),
+    ]
+    disturbed = [{"times_ms": [0.0105, 1.10]}, {"times_ms": [0.0105, 1.12]}]
+    found = stream.compare_times(alone, disturbed)
+    assert not found["passed"] and found["worst_pct"] == pytest.approx((1.11 / 1.01 - 1) * 100)
+    line = stream.interference_line({**found, "k": 4})
+    assert line.startswith("interference check (K=4): FAIL") and "limit ±2 %" in line
+    assert "not measured (no GPU)" in stream.interference_line(
+        {"notes": ["no GPU"], **stream.compare_times([], [])}
+    )
+
+
+@pytest.mark.slow
+def test_a_cpu_stream_run(tmp_path: Path) -> None:
+    stream = tmp_path / "stream"
+    (stream / "level1" / "vector_add").mkdir(parents=True)
+    honest = (SOLUTIONS / "vector_add_cpu.py").read_text()
+    (stream / "level1" / "vector_add" / "good.py").write_text(honest)
+    (stream / "level1" / "vector_add" / "good_again.py").write_text("# a variant\n" + honest)
+    (stream / "level1" / "vector_add" / "tail.py").write_text(
+        (SOLUTIONS / "vector_add_misses_tail.py").read_text()
+    )
+    names = ("good.py", "tail.py", "good_again.py")
+    expected = dict(
+        zip((f"level1/vector_add/{n}" for n in names), ("correct", "incorrect", "correct"), strict=True)
+    )
+    (stream / "EXPECTED.json").write_text(json.dumps(expected))
+    out = tmp_path / "stream.json"
+    command = [sys.executable, str(BENCHMARKS / "throughput.py"), "--stream", "--device", "cpu"]
+    command += ["--candidates", str(stream), "--no-interference", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Stream throughput on cpu" in done.stdout and "session K=1: 3 judged" in done.stdout
+    document = json.loads(out.read_text())
+    row = document["rows"]["session K=1"]
+    assert {n: r["status"] for n, r in row["results"].items()} == expected
+    assert row["judged"] == 3 and row["unexpected"] == [] and row["warm_median_s"] > 0
+    assert document["judge_errors"] == []
+
+
+@pytest.mark.slow
+def test_the_interference_child_times_the_honest_kernel_alone_and_in_flight(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        children = importlib.import_module("stream_children")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    # On the CPU: the C softmax example is the honest kernel, a wrong softmax keeps the session busy.
+    monkeypatch.setattr(children, "BATCH", EXAMPLES)
+    monkeypatch.setattr(children, "HONEST", "softmax_cpu.py")
+    (tmp_path / "busy.py").write_text((SOLUTIONS / "softmax_cpu_unnormalised.py").read_text())
+    args = argparse.Namespace(
+        device="cpu", baselines="eager", in_flight=1, candidates=tmp_path, names=["busy.py"]
+    )
+    events: list[dict[str, Any]] = []
+    children.child_interference(args, lambda **event: events.append(event))
+    honest = [e for e in events if e["event"] == "honest"]
+    assert [e["role"] for e in honest] == ["alone"] * 2 + ["in_flight"] * 2
+    assert all(e["status"] == "correct" and e["times_ms"] and all(e["times_ms"]) for e in honest), honest
+    found = importlib.import_module("throughput_stream").compare_times(honest[:2], honest[2:])
+    assert len(found["delta_pct"]) == len(honest[0]["times_ms"])

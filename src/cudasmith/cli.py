@@ -152,6 +152,7 @@ def eval_command(
 
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
+    from cudasmith.exec.ahead import judge_built_ahead
     from cudasmith.harness.baselines import parse_baselines
     from cudasmith.harness.options import EvalOptions
     from cudasmith.harness.session import Judge, resolve_problem
@@ -179,7 +180,7 @@ def eval_command(
             progress_bar(enabled=not as_json and stderr.is_terminal) as progress,
             Judge(loaded, options, progress, candidates=len(files)) as judge,
         ):
-            for verdict in judge.judge_many(files):
+            for verdict in judge_built_ahead(judge, files):
                 verdicts.append(verdict)
                 if as_json:
                     indent = 2 if len(files) == 1 else None

@@ -21,6 +21,9 @@ from cudasmith.exec.jobs import Job
 
 # What a solution's source says when its import may compile something worth building ahead.
 BUILD_MARKERS = ("load_inline", "cpp_extension", "compile_cuda", "compile_c(", "RawKernel", "nvrtc")
+# Builds a judged worker would wait on for tens of seconds: torch extensions (nvcc and the host compiler
+# over PyTorch's headers, ~45 s); NVRTC and C builds take a fraction of a second.
+SLOW_BUILD_MARKERS = ("load_inline", "cpp_extension")
 # A build's import (nvcc on a big extension takes a minute or more).
 BUILD_TIMEOUT_S = 300.0
 
@@ -37,6 +40,11 @@ class BuildResult:
 def needs_build(source: str) -> bool:
     """Whether importing this solution may compile kernels (and so is worth building ahead)."""
     return any(marker in source for marker in BUILD_MARKERS)
+
+
+def slow_build(source: str) -> bool:
+    """Whether importing this solution may build a torch extension (tens of seconds)."""
+    return any(marker in source for marker in SLOW_BUILD_MARKERS)
 
 
 def build_environment(target: str | None) -> dict[str, str]:

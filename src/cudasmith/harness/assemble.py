@@ -104,6 +104,14 @@ def _speedup_range(result: ConfigResult, label: str, note: Callable[[str], None]
 def finish(verdict: Verdict, results: list[ConfigResult], early: tuple[Status, str] | None = None) -> None:
     """The verdict's status, reason, speedups and shares from its configs (or from an early failure)."""
     verdict.configs = results
+    checks = [r.kernelbench_tolerance for r in results if r.kernelbench_tolerance is not None]
+    verdict.kernelbench_tolerance = all(checks) if checks else None
+    if verdict.rules == "kernelbench" and verdict.kernelbench_tolerance is not None:
+        within = "within" if verdict.kernelbench_tolerance else "outside"
+        verdict.note(
+            f"KernelBench's own check (allclose in float32, atol = rtol = 1e-4 for float32, 1e-2 for "
+            f"half types): {within} tolerance on the input sets compared"
+        )
     if early is not None:
         verdict.status, verdict.reason = early
         return

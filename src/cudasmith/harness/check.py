@@ -27,6 +27,10 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 }
 # How many failing positions a mismatch report lists.
 REPORT_POSITIONS = 5
+# KernelBench's own correctness check (its eval.py), reported beside ours: every output cast to float32 and
+# compared by torch.allclose with the reference model's output in the task dtype, atol = rtol = this value
+# (float32: 1e-4; float16 and bfloat16: 1e-2; older KernelBench releases used 1e-2 for every dtype).
+KERNELBENCH_TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 
 
 @dataclass
@@ -38,6 +42,9 @@ class Comparison:
     rel_err: float = 0.0
     max_abs_err: float = 0.0
     report: dict[str, Any] | None = None
+    # Whether KernelBench's own check (kernelbench_allclose) passes on the same outputs; None where it
+    # does not apply (a problem's validator decides).
+    kernelbench: bool | None = None
 
 
 def tolerance_for(dtype: torch.dtype, overrides: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -219,6 +226,20 @@ def _structure(candidate: list[torch.Tensor], reference: list[torch.Tensor]) -> 
     return None
 
 
+def kernelbench_allclose(candidate: list[torch.Tensor], reference: list[torch.Tensor]) -> bool:
+    """KernelBench's verdict on one call: as many outputs, each of the reference's shape and dtype, and
+    allclose in float32 at its per-dtype tolerance (NaN never equals NaN there)."""
+    if _structure(candidate, reference) is not None:
+        return False
+    for got, expected in zip(candidate, reference, strict=True):
+        tolerance = KERNELBENCH_TOLERANCE.get(str(expected.dtype).removeprefix("torch."), 1e-4)
+        if not torch.allclose(
+            got.to(torch.float32), expected.to(torch.float32), atol=tolerance, rtol=tolerance
+        ):
+            return False
+    return True
+
+
 def compare_outputs(
     candidate: list[torch.Tensor],
     reference: list[torch.Tensor],
@@ -226,7 +247,20 @@ def compare_outputs(
     overrides: dict[str, dict[str, float]],
     scale: float | None = None,
 ) -> Comparison:
-    """Compare every output of a call; the first failing one decides (`scale` as in compare)."""
+    """Compare every output of a call; the first failing one decides (`scale` as in compare). KernelBench's
+    own check of the same outputs rides along (Comparison.kernelbench)."""
+    comparison = _compare_outputs(candidate, reference, reference64, overrides, scale)
+    comparison.kernelbench = kernelbench_allclose(candidate, reference)
+    return comparison
+
+
+def _compare_outputs(
+    candidate: list[torch.Tensor],
+    reference: list[torch.Tensor],
+    reference64: list[torch.Tensor] | None,
+    overrides: dict[str, dict[str, float]],
+    scale: float | None,
+) -> Comparison:
     wrong_structure = _structure(candidate, reference)
     if wrong_structure is not None:
         return wrong_structure

@@ -253,6 +253,12 @@ def check_candidate(
                 f"{name}: the outputs could not be read ({comparison['transfer']})",
             )
             return False
+        if (
+            comparison.get("kernelbench") is not None
+        ):  # KernelBench's check holds only if it holds on every set
+            result.kernelbench_tolerance = result.kernelbench_tolerance is not False and bool(
+                comparison["kernelbench"]
+            )
         result.rel_err = max(result.rel_err or 0.0, comparison["rel_err"])
         result.max_abs_err = max(result.max_abs_err or 0.0, comparison["max_abs_err"])
         if not comparison["ok"]:

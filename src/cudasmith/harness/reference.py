@@ -216,7 +216,8 @@ class ReferenceWorker:
             reference = self._reference(spec, keep=spec.perturb is None)
             comparison = self._judge(reference, outputs)
             results.append({"ok": comparison.ok, "reason": comparison.reason, "rel_err": comparison.rel_err,
-                            "max_abs_err": comparison.max_abs_err, "report": comparison.report})  # fmt: skip
+                            "max_abs_err": comparison.max_abs_err, "report": comparison.report,
+                            "kernelbench": comparison.kernelbench})  # fmt: skip
             del outputs
         return {"ok": True, "results": results}
 

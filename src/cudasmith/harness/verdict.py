@@ -88,6 +88,8 @@ class ConfigResult:
     checked_calls: int = 0
     # Whether the config was checked with module parameters drawn by the judge (the same for Model and ModelNew).
     parameters_drawn: bool = False
+    # KernelBench's own check (check.kernelbench_allclose) on the input sets this config was checked on.
+    kernelbench_tolerance: bool | None = None
 
 
 @dataclass
@@ -127,6 +129,9 @@ class Verdict:
     parameters: str | None = None
     # Seconds ModelNew's constructors took (their builds included), over the configs checked.
     build_s: float | None = None
+    # KernelBench's own check on every input set compared (True, False, or None where none applied), reported
+    # beside ours: a kernel we call incorrect may be within KernelBench's tolerance, and the reverse.
+    kernelbench_tolerance: bool | None = None
     notes: list[str] = field(default_factory=list)
     artifacts: dict[str, str] = field(default_factory=dict)
 

@@ -31,7 +31,17 @@ MIXED_MIN_SHARE = 0.05
 CUSTOM = "custom kernel"
 MIXED = "custom kernel + PyTorch"
 REWRITE = "PyTorch rewrite"
-COLUMNS = ("task", "sample", "claimed", "claimed speedup", "verdict", "speedup", "own share", "PyTorch ops")
+COLUMNS = (
+    "task",
+    "sample",
+    "claimed",
+    "claimed speedup",
+    "verdict",
+    "KernelBench check",
+    "speedup",
+    "own share",
+    "PyTorch ops",
+)
 # PyTorch operators named per kernel in the table, at most.
 SHOWN_OPS = 3
 
@@ -66,6 +76,8 @@ class RejudgedKernel:
     torch_ops: dict[str, int]
     rules: str
     reason: str
+    # KernelBench's own tolerance check on the outputs compared (Verdict.kernelbench_tolerance).
+    kernelbench_tolerance: bool | None = None
 
 
 @dataclass
@@ -107,6 +119,7 @@ def rejudged(candidates: list[CandidateRecord]) -> list[RejudgedKernel]:
                 torch_ops=dict(verdict.get("torch_ops") or {}),
                 rules=str(verdict.get("rules") or "strict"),
                 reason=str(verdict.get("reason") or ""),
+                kernelbench_tolerance=verdict.get("kernelbench_tolerance"),
             )
         )
     return kernels
@@ -135,6 +148,10 @@ def _claim(value: bool | None) -> str:
     return "–" if value is None else ("correct" if value else "incorrect")
 
 
+def _kernelbench(value: bool | None) -> str:
+    return "–" if value is None else ("within tolerance" if value else "outside tolerance")
+
+
 def _ops(ops: dict[str, int]) -> str:
     names = [name.removeprefix("aten::") for name, _ in Counter(ops).most_common(SHOWN_OPS)]
     more = f" +{len(ops) - SHOWN_OPS}" if len(ops) > SHOWN_OPS else ""
@@ -157,6 +174,7 @@ def print_rejudge(kernels: list[RejudgedKernel], console: Console) -> None:
             _claim(kernel.claimed_correct),
             _times(kernel.claimed_speedup),
             kernel.kind,
+            _kernelbench(kernel.kernelbench_tolerance),
             _times(kernel.speedup),
             share,
             _ops(kernel.torch_ops),
@@ -174,3 +192,10 @@ def print_rejudge(kernels: list[RejudgedKernel], console: Console) -> None:
     )
     for what, count in summary.wrong_or_cheating.items():
         console.print(f"  {count} {what}", highlight=False)
+    passed = [k for k in kernels if k.kernelbench_tolerance and k.status != "correct"]
+    if passed:
+        console.print(
+            f"{len(passed)} of the kernels judged otherwise are within KernelBench's own tolerance on the inputs "
+            "compared (its check alone would have accepted them there)",
+            highlight=False,
+        )

@@ -1,8 +1,9 @@
 """GPU samples for the timing protocol: L2 flush, a blocking kernel that queues each call, CUPTI spans.
 
 One sample, all on the timing stream (PyTorch's current stream):
-  1. cold L2: a kernel reads L2_FLUSH_FACTOR times the L2 size (reads leave clean lines, so the timed
-     call pays no write-back of the flush, as with Nsight Compute's cache control);
+  1. cold L2: lines pinned as persisting are made normal (l2.py), then a kernel reads L2_FLUSH_FACTOR
+     times the L2 size (reads leave clean lines, so the timed call pays no write-back of the flush, as
+     with Nsight Compute's cache control);
   2. the blocking kernel spins on a word of mapped host memory; while it spins it measures the SM
      clock (nvbench's throttle check);
   3. CUDA event, the call, CUDA event: the host issues all of it while the GPU waits, so the host's
@@ -11,8 +12,8 @@ One sample, all on the timing stream (PyTorch's current stream):
 The sample's time is the span from the first start to the last end of the GPU work (kernels, copies,
 memsets) that the call launched, on any stream, from CUPTI activity records (activity.py), plus the
 device's calibrated cost of starting a kernel, which those records leave out (the plan's launch_us). The
-CUDA-event time of the same call is kept beside it: it is the stop rule's online estimate and the
-fallback when CUPTI is not available.
+stop rule reads those times a chunk of samples at a time (spans.py). The CUDA-event time of the same call
+is kept beside it: the fallback when CUPTI is not available.
 
 A call that waits for the GPU itself (`.item()`, a synchronise, more launches than the queue holds)
 would wait forever behind the blocker; the blocker gives up after BLOCKER_TIMEOUT_NS and the call is
@@ -32,8 +33,9 @@ import torch
 from cudasmith.errors import CudasmithError
 from cudasmith.hardware import driver_attributes
 from cudasmith.timing import clock
-from cudasmith.timing.activity import Activity, ActivityRecorder, span_ms, work_between
+from cudasmith.timing.l2 import PersistingL2
 from cudasmith.timing.protocol import CallHooks, Measurement, StopRule, TimingError, TimingPlan, warm_up
+from cudasmith.timing.spans import SpanLog, with_launch_cost
 
 SOURCE = r"""
 extern "C" __global__ void cudasmith_blocker(const volatile unsigned long long* release,
@@ -95,9 +97,6 @@ BLOCKER_TIMEOUT_NS = 500_000_000
 THROTTLE_FRACTION = 0.75
 THROTTLE_RECOVERY_S = 0.05
 MAX_THROTTLE_DISCARDS = 10
-# When most calls show no GPU work in CUPTI's records but their CUDA-event time is at least this, CUPTI
-# missed the work (it cannot see some graph launches everywhere) and the event times are used.
-CUPTI_BLIND_EVENT_MS = 0.01
 # Warm-up calls on a side stream before CUDA-graph capture (libraries set up per-stream state then).
 GRAPH_WARMUP_CALLS = 2
 # A call whose host time exceeds its GPU time by this factor, and this many milliseconds, gets a
@@ -214,10 +213,16 @@ def _take_sample(
     cold: bool,
     queued: bool,
     events: tuple[Any, Any],
+    pinned: PersistingL2 | None = None,
 ) -> tuple[_Sample, Any]:
     words = kit.words.host if kit is not None else None
     if kit is not None and words is not None:
         if cold:
+            if pinned is not None and pinned.active:
+                # The caller's preparation (inputs perturbed on this stream, under whatever window the
+                # stream carries) has finished, so no line it pins escapes the reset.
+                clock.cuda_synchronize()
+                pinned.before_sample(stream.cuda_stream)
             kit.flush(stream.cuda_stream)
         words[0], words[1], words[2], words[3] = (0 if queued else 1), 0, 0, 0
         clock.launch_kernel(
@@ -276,52 +281,6 @@ def _graph_replayer(run: Callable[[int], Any], n_sets: int) -> Callable[[int], A
     return replay
 
 
-def _cupti_samples(
-    activities: list[Activity] | None,
-    cold: bool,
-    taken: list[_Sample],
-    kept: list[bool],
-    warnings: list[str],
-    work_seen: dict[str, dict[str, Any]],
-) -> list[float] | None:
-    """The kept samples' CUPTI spans, or None (with a warning) when the event times must stand in.
-
-    `work_seen` receives what ran in the kept samples, per name: its kind, total nanoseconds and count.
-    """
-    if activities is None:
-        return None
-    work = work_between(activities, READ if cold else BLOCKER, (BLOCKER, READ), closing=CLOSE)
-    if len(work) != len(taken):
-        warnings.append(
-            f"CUPTI saw {len(work)} samples of {len(taken)}: CUDA-event times used "
-            "(work on other streams not counted)"
-        )
-        return None
-    kept_work = [items for items, keep in zip(work, kept, strict=True) if keep]
-    for items in kept_work:
-        for activity in items:
-            entry = work_seen.setdefault(activity.name, {"kind": activity.kind, "ns": 0, "calls": 0})
-            entry["ns"] += activity.duration_ns
-            entry["calls"] += 1
-    kept_spans = [span_ms(items) for items in kept_work]
-    kept_events = [sample.event_ms for sample, keep in zip(taken, kept, strict=True) if keep]
-    empty = [event for span, event in zip(kept_spans, kept_events, strict=True) if span is None]
-    if empty and len(empty) * 2 > len(kept_spans) and statistics.median(empty) >= CUPTI_BLIND_EVENT_MS:
-        warnings.append(
-            f"CUPTI saw no GPU work in {len(empty)} of {len(kept_spans)} calls that took "
-            f"{statistics.median(empty) * 1e3:.1f} µs by CUDA events: CUDA-event times used"
-        )
-        return None
-    if empty:
-        warnings.append(f"no GPU work at all in {len(empty)} of {len(kept_spans)} timed calls")
-    return [0.0 if span is None else span for span in kept_spans]
-
-
-def with_launch_cost(spans_ms: list[float], launch_ms: float) -> list[float]:
-    """CUPTI spans plus the launch cost, once per call; a call with no GPU work stays at zero."""
-    return [span + launch_ms if span > 0 else 0.0 for span in spans_ms]
-
-
 def _judge_sample(sample: _Sample, kit: _Tools | None, queued: bool, reference_mhz: float | None) -> str:
     """'kept', 'timed out' (the call waited for the GPU), or 'throttled' (SM clock well under its best)."""
     if sample.timed_out:
@@ -333,8 +292,24 @@ def _judge_sample(sample: _Sample, kit: _Tools | None, queued: bool, reference_m
     return "kept"
 
 
+def _judge_on_spans(
+    rule: StopRule, log: SpanLog, taken: list[_Sample], kept: list[bool], launch_ms: float | None
+) -> bool:
+    """At a checkpoint: the rule judges the spans of every kept sample so far, as they will be reported;
+    or, where CUPTI lost or missed the work (or there is none), the CUDA-event times from now on. Whether
+    the rule still reads spans."""
+    event_ms = [sample.event_ms for sample, keep in zip(taken, kept, strict=True) if keep]
+    spans = log.spans(kept, event_ms, [], {})  # the final reading gives the warnings and the work seen
+    if spans is None or not spans or statistics.median(spans) <= 0:
+        rule.judge_on(event_ms)
+        return False
+    rule.judge_on(spans if launch_ms is None else with_launch_cost(spans, launch_ms))
+    return True
+
+
 def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks: CallHooks) -> Measurement:
     """The GPU side of timing.measure()."""
+    begun = clock.perf_counter()
     kit = tools(torch.cuda.current_device())
     warnings: list[str] = []
     if isinstance(kit, str):
@@ -348,27 +323,42 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     stream = clock.current_stream()
     warm_up(run, n_sets, plan, clock.cuda_synchronize, hooks)
     call = _graph_replayer(run, n_sets) if plan.launch == "graph" else run
+    warmed = clock.perf_counter()
     events = (clock.Event(enable_timing=True), clock.Event(enable_timing=True))
-    recorder: ActivityRecorder | None = None
-    if kit is not None:
-        try:
-            recorder = ActivityRecorder()
-        except Exception as exc:
-            warnings.append(
-                f"CUPTI unavailable ({type(exc).__name__}: {str(exc)[:160]}): CUDA-event times used"
-            )
+    log = SpanLog(READ if cold else BLOCKER, (BLOCKER, READ), CLOSE, clock.cuda_synchronize)
+    launch_ms = plan.launch_us / 1e3 if plan.launch_us is not None else None
+    pinned = PersistingL2() if cold and kit is not None else None
     queued = kit is not None
     reference_mhz = kit.max_clock_mhz if kit is not None else None
     discarded = 0
     taken: list[_Sample] = []
     kept: list[bool] = []
+    records_s = 0.0
+    if pinned is not None:
+        pinned.hold()
+    if kit is not None:
+        log.open(0)
     rule = StopRule(plan)
-    activities = None
+    # The rule reads the CUPTI spans reported, at checkpoints; the CUDA-event times of each sample where
+    # there are no spans to read.
+    on_spans = log.recording
     try:
-        while (stop := rule.reason()) is None:
-            number, index = len(taken), len(rule.ordered) % n_sets
+        while True:
+            stop = rule.reason()
+            if stop is None and on_spans and log.due(rule.count) and rule.minimums_met():
+                began = clock.perf_counter()
+                log.close(len(taken))
+                on_spans = _judge_on_spans(rule, log, taken, kept, launch_ms)
+                log.checked(rule.count, plan.min_samples)
+                stop = rule.reason()
+                if stop is None:  # recording on, whatever came of it: the worker checks it is on
+                    log.open(len(taken))
+                records_s += clock.perf_counter() - began
+            if stop is not None:
+                break
+            number, index = len(taken), rule.count % n_sets
             hooks.before(number, index)
-            sample, output = _take_sample(kit, call, index, stream, cold, queued, events)
+            sample, output = _take_sample(kit, call, index, stream, cold, queued, events, pinned)
             if kit is not None:  # after the whole device finished the call, before the hooks' own work
                 clock.launch_kernel(kit.close, grid=1, block=1, stream=stream.cuda_stream)
             taken.append(sample)
@@ -390,15 +380,21 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
                 reference_mhz = max(reference_mhz or 0.0, sample.clock_mhz)
             kept.append(keep == "kept")
             if keep == "kept":
-                rule.add(sample.event_ms)
+                if on_spans:
+                    rule.tally()
+                else:
+                    rule.add(sample.event_ms)
             hooks.after(number, index, output, keep == "kept")
             del output
     finally:
-        if recorder is not None:
-            try:
-                activities = recorder.stop()
-            except Exception as exc:
-                warnings.append(f"CUPTI records lost ({type(exc).__name__}: {str(exc)[:160]})")
+        began = clock.perf_counter()
+        log.close(len(taken))
+        records_s += clock.perf_counter() - began
+        if pinned is not None:
+            pinned.release()
+            warnings += pinned.warnings
+    sampled = clock.perf_counter()
+    phases = {"warmup": warmed - begun, "sampling": sampled - warmed - records_s}
     if discarded and kit is not None and kit.check_throttle:
         warnings.append(
             f"{discarded} samples discarded: SM clock under {THROTTLE_FRACTION:.0%} of its maximum"
@@ -406,16 +402,11 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     kept_samples = [sample for sample, keep in zip(taken, kept, strict=True) if keep]
     event_ms = [sample.event_ms for sample in kept_samples]
     work_seen: dict[str, dict[str, Any]] = {}
-    spans = (
-        _cupti_samples(activities, cold, taken, kept, warnings, work_seen) if recorder is not None else None
-    )
-    launch_ms = plan.launch_us / 1e3 if spans is not None and plan.launch_us is not None else None
+    spans = log.spans(kept, event_ms, warnings, work_seen) if kit is not None else None
     if spans is None:
-        samples_ms = event_ms
-    elif launch_ms is None:
-        samples_ms = spans
+        samples_ms, launch_ms = event_ms, None
     else:
-        samples_ms = with_launch_cost(spans, launch_ms)
+        samples_ms = spans if launch_ms is None else with_launch_cost(spans, launch_ms)
     host_ms = [sample.host_ms for sample in kept_samples]
     if samples_ms and host_ms:
         host, gpu = statistics.median(host_ms), statistics.median(samples_ms)
@@ -426,6 +417,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
             )
     unqueued = "" if queued else ", unqueued"
     method = "cuda-events" if spans is None else "cupti" if launch_ms is None else "cupti+launch"
+    phases["records"] = records_s + clock.perf_counter() - sampled
     return Measurement(
         samples_ms=samples_ms,
         method=method + unqueued,
@@ -438,4 +430,5 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         stop=stop,
         discarded=discarded,
         warnings=warnings,
+        phases_s=phases,
     )

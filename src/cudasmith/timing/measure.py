@@ -45,7 +45,9 @@ def measure(
 
 def _measure_cpu(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks: CallHooks) -> Measurement:
     flush = torch.empty(CPU_FLUSH_BYTES, dtype=torch.uint8) if plan.l2_state == "cold" else None
+    started = _perf_counter()
     warm_up(run, n_sets, plan, lambda: None, hooks)
+    warmed = _perf_counter()
     samples: list[float] = []
     rule = StopRule(plan)
     while (stop := rule.reason()) is None:
@@ -59,4 +61,5 @@ def _measure_cpu(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         rule.add(samples[-1])
         hooks.after(sample, index, output, True)
         del output
-    return Measurement(samples, "perf_counter", plan, stop=stop)
+    phases = {"warmup": warmed - started, "sampling": _perf_counter() - warmed}
+    return Measurement(samples, "perf_counter", plan, stop=stop, phases_s=phases)

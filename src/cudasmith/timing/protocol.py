@@ -44,10 +44,10 @@ WARMUP_MS = 50.0
 # or at MAX_SAMPLES.
 MIN_SAMPLES = 10
 MIN_SAMPLES_UNDER_CAP = 3
-# The rule reads each sample's CUDA-event time as it comes (CUPTI's spans arrive only at the end), and
-# events jitter by a few per cent on kernels of a few microseconds: they may never show 0.5 % where the
-# spans reported show 0.05 %. 600 samples (about 0.2 s of a 3 µs kernel with a cold L2 on an H100) bound
-# what such a kernel costs; the precision reported is that of the spans.
+# On a GPU the rule reads the CUPTI spans that are reported, a chunk of samples at a time (timing/spans.py):
+# CUDA events jitter by 8 % on a 3 µs kernel where its spans show 0.03 % (H100), so a rule reading events
+# reached 0.5 % only at the cap. Where CUPTI is missing, it reads the events, and 600 samples (about 0.2 s
+# of a 3 µs kernel with a cold L2 on an H100) bound what such a kernel costs.
 MAX_SAMPLES = 600
 TARGET_REL_STDERR = 0.005
 # The stop reason of a measurement that met the noise target (any other left its median noisier).
@@ -150,6 +150,9 @@ class Measurement:
     warnings: list[str] = field(default_factory=list)
     # What ran in the kept samples (GPU only), per name: {"kind", "ns" in total, "calls"}.
     work: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Where the measurement's wall time went, in seconds: "warmup", "sampling", "records" (reading
+    # CUPTI's records at checkpoints and at the end, on a GPU).
+    phases_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def median_ms(self) -> float:
@@ -180,6 +183,7 @@ class Measurement:
             "warnings": self.warnings,
             "plan": asdict(self.plan),
             "work": self.work,
+            "phases_s": self.phases_s,
             "span_median_ms": statistics.median(self.span_ms) if self.span_ms else None,
             "event_median_ms": statistics.median(self.event_ms) if self.event_ms else None,
             "host_median_ms": statistics.median(self.host_ms) if self.host_ms else None,
@@ -189,28 +193,44 @@ class Measurement:
 
 
 class StopRule:
-    """The stop rule, fed one sample at a time; the clock starts when it is made."""
+    """The stop rule, fed one sample at a time; the clock starts when it is made.
+
+    The noise is judged on the samples given to add(), or, where the reported times arrive in chunks
+    (the GPU's CUPTI spans), on those last given to judge_on(): samples between chunks are only counted
+    (tally()), so the rule never mixes two measures.
+    """
 
     def __init__(self, plan: TimingPlan) -> None:
         self.plan = plan
         self.ordered: list[float] = []
+        self.count = 0
         self.started = _perf_counter()
 
     def add(self, sample_ms: float) -> None:
         bisect.insort(self.ordered, sample_ms)
+        self.count += 1
+
+    def tally(self) -> None:
+        """Count a sample whose reported time comes later, with its chunk."""
+        self.count += 1
+
+    def judge_on(self, samples_ms: list[float]) -> None:
+        """Judge the noise on these samples (every sample counted so far, as reported) from now on."""
+        self.ordered = sorted(samples_ms)
+
+    def minimums_met(self) -> bool:
+        """Enough samples and enough time for the noise target to be read at all."""
+        elapsed_s = _perf_counter() - self.started
+        return self.count >= self.plan.min_samples and elapsed_s >= self.plan.min_sampling_s
 
     def reason(self) -> str | None:
         """Why sampling should stop now, or None to go on."""
-        n, elapsed_s = len(self.ordered), _perf_counter() - self.started
+        n, elapsed_s = self.count, _perf_counter() - self.started
         if n >= self.plan.max_samples:
             return "max samples"
         if elapsed_s >= self.plan.max_seconds and n >= MIN_SAMPLES_UNDER_CAP:
             return "time cap"
-        if (
-            n >= self.plan.min_samples
-            and elapsed_s >= self.plan.min_sampling_s
-            and median_rel_stderr(self.ordered) <= self.plan.target_rel_stderr
-        ):
+        if self.minimums_met() and median_rel_stderr(self.ordered) <= self.plan.target_rel_stderr:
             return NOISE_TARGET_STOP
         return None
 

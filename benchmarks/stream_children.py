@@ -1,0 +1,120 @@
+"""The child processes of throughput.py's stream mode (throughput_stream.py): a stream judged in sessions
+with K candidates in flight, and the interference check. Each reports by calling `emit(**event)`, which
+throughput.py writes as one JSON line on the original stdout."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from throughput_stream import (
+    ALONE_COPIES,
+    BATCH,
+    FLIGHT_COPIES,
+    HONEST,
+    INTERFERENCE_TASK,
+    NO_IN_FLIGHT,
+    in_flight_supported,
+)
+
+Emit = Callable[..., None]
+# Candidates kept in flight around each honest copy when K is left to its default.
+DEFAULT_SPREAD = 4
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from cudasmith.harness.options import EvalOptions
+
+    extra = {"in_flight": args.in_flight} if args.in_flight is not None and in_flight_supported() else {}
+    return EvalOptions(device=args.device, baselines=tuple(args.baselines.split(",")), **extra)
+
+
+def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
+    timing = {key: value for key, value in (verdict.timing or {}).items() if key != "plan"}
+    status = str(getattr(verdict.status, "value", verdict.status))
+    return {
+        "event": "candidate",
+        "name": name,
+        "status": status,
+        "seconds": verdict.wall_s,
+        "reason": verdict.reason[:300],
+        "speedup": verdict.speedup,
+        "timing": timing,
+    }
+
+
+def child_stream(args: argparse.Namespace, emit: Emit) -> None:
+    """Each task's stream in one session, its builds sent ahead before the first session starts."""
+    from cudasmith.exec.ahead import BuildsAhead, judge_built_ahead
+    from cudasmith.harness.session import Judge, resolve_problem
+
+    options = _options(args)
+    by_task: dict[str, list[str]] = {}
+    for name in args.names:
+        by_task.setdefault(str(Path(name).parent), []).append(name)
+    pools = {}
+    for task, names in by_task.items():  # a search queues its candidates' builds as they come: all at once
+        problem = resolve_problem(task)
+        pools[task] = (problem, BuildsAhead(problem, options))
+        pools[task][1].start([args.candidates / name for name in names])
+    try:
+        for task, names in by_task.items():
+            problem, ahead = pools[task]
+            paths = [args.candidates / name for name in names]
+            started, done = time.perf_counter(), 0
+            try:
+                with Judge(problem, options, candidates=len(names)) as judge:
+                    k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1
+                    emit(event="setup", task=task, seconds=time.perf_counter() - started, in_flight=k)
+                    for name, verdict in zip(
+                        names, judge_built_ahead(judge, paths, ahead=ahead), strict=False
+                    ):
+                        emit(**_candidate_event(name, verdict))
+                        done += 1
+            except Exception as exc:  # a harness failure: what is left of the task is recorded against it
+                reason = f"{type(exc).__name__}: {exc}"[:300]
+                for name in names[done:]:
+                    emit(event="candidate", name=name, status="harness_error", seconds=None, reason=reason)
+    finally:
+        for _, ahead in pools.values():
+            ahead.close()
+
+
+def child_interference(args: argparse.Namespace, emit: Emit) -> None:
+    """The honest kernel judged alone, then among the stream's variants kept in flight, in one session."""
+    from cudasmith.exec.ahead import judge_built_ahead
+    from cudasmith.harness.session import Judge, resolve_problem
+
+    if args.in_flight is None or not in_flight_supported():
+        emit(event="note", text=NO_IN_FLIGHT if not in_flight_supported() else "K left to its default")
+    source = (BATCH / HONEST).read_text()
+    spread = args.in_flight or DEFAULT_SPREAD
+    busy = itertools.cycle([args.candidates / name for name in args.names])
+    with tempfile.TemporaryDirectory(prefix="cudasmith-interference-") as folder:
+        copies = [Path(folder) / f"honest_{i}.py" for i in range(ALONE_COPIES + FLIGHT_COPIES)]
+        for index, copy in enumerate(copies):
+            copy.write_text(f"# copy {index} of {HONEST}\n{source}")
+        queue: list[Path] = [next(busy) for _ in range(spread)]
+        for copy in copies[ALONE_COPIES:]:
+            queue += [copy, *(next(busy) for _ in range(spread))]
+        options = _options(args)
+        problem = resolve_problem(INTERFERENCE_TASK)
+        with Judge(problem, options, candidates=ALONE_COPIES + len(queue)) as judge:
+            for copy in copies[:ALONE_COPIES]:
+                _honest(emit, "alone", judge.judge(copy))
+            for path, verdict in zip(queue, judge_built_ahead(judge, queue), strict=True):
+                if path in copies:
+                    _honest(emit, "in_flight", verdict)
+
+
+def _honest(emit: Emit, role: str, verdict: Any) -> None:
+    configs = verdict.to_dict()["configs"]
+    timing = {key: value for key, value in (verdict.timing or {}).items() if key != "plan"}
+    status = str(getattr(verdict.status, "value", verdict.status))
+    times_ms = [config.get("time_ms") for config in configs]
+    emit(event="honest", role=role, status=status, times_ms=times_ms, timing=timing)

@@ -1,0 +1,390 @@
+"""Stream mode of throughput.py: a stream of kernel variants, as a search judges them, through judge sessions
+with K candidates in flight and through KernelBench's evaluator; then the interference check.
+
+    python benchmarks/throughput.py --stream --kernelbench .kernelbench --in-flight 4    # on the GPU machine
+    python benchmarks/throughput.py --stream --device cpu --candidates DIR --no-interference   # plumbing, CPU
+
+--candidates DIR judges a stream of one's own instead (DIR/EXPECTED.json: file → expected status).
+
+Steps, each row printed as soon as it is done, all within --budget-s (shares by ROW_WEIGHTS):
+  1. The stream (stream_variants.py: NVRTC, Triton and load_inline variants of the tasks' kernels, a third
+     wrong), written into the run's folder, task by task.
+  2. Rows, each with compile caches of its own: KernelBench's evaluator (a process per candidate); a
+     session with K = 1, with K at its default and with K = --in-flight (each task one session, which
+     builds ahead as `cudasmith eval` of several solutions does: exec/ahead.py).
+  3. The interference check: the batch's honest online softmax judged ALONE_COPIES times alone, then
+     FLIGHT_COPIES times among the stream's softmax variants with K in flight, in one session; per config,
+     its median time in flight against alone (target: within INTERFERENCE_LIMIT_PCT).
+Per row: candidates judged, wall seconds, candidates per GPU-minute (over the row's wall time, session
+start included) and its ratio to KernelBench's, GPU busy (NVML), the warm median seconds per candidate
+(each candidate's time from its start to its verdict, the first of each task left out), and whether its
+verdicts are the ones expected and the same as K = 1's. Where this checkout has no `in_flight` option,
+the K rows and the check say so in one line and run as they can.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+from child_processes import run_process, tail
+from rich.console import Console
+from rich.table import Table
+from stream_variants import write_stream
+from throughput_report import UNJUDGED, WIDE_COLUMNS, Approach, Candidate, Result, kind_of
+
+BATCH = Path(__file__).resolve().parent / "candidates"
+# Shares of the budget left when a step starts.
+ROW_WEIGHTS = {"kernelbench": 1.0, "session": 1.0, "interference": 1.0}
+# The interference check: the honest kernel, its task, how often it is judged alone and in flight, and
+# the issue's limit on the difference of its times.
+HONEST = "level1/softmax/cuda_online.py"
+INTERFERENCE_TASK = "level1/softmax"
+ALONE_COPIES = 2
+FLIGHT_COPIES = 2
+INTERFERENCE_LIMIT_PCT = 2.0
+NO_IN_FLIGHT = "this checkout's EvalOptions has no in_flight (issue 21's concurrent sessions not merged yet)"
+console = Console(stderr=True, highlight=False, markup=False)
+
+
+class Runner(Protocol):
+    """What stream mode uses of throughput.py's Runner."""
+
+    args: argparse.Namespace
+    sampler: Any
+    workdir: Path
+
+    def left(self) -> float: ...
+
+    def env(self, label: str) -> dict[str, str]: ...
+
+    def kernelbench(self, candidate: Candidate, env: dict[str, str], left_s: float) -> Result: ...
+
+
+def in_flight_supported() -> bool:
+    """Whether this checkout's judge sessions take `in_flight` (candidates judged at once)."""
+    from cudasmith.harness.options import EvalOptions
+
+    return "in_flight" in {item.name for item in fields(EvalOptions)}
+
+
+def session_rows(requested: int | None, supported: bool) -> list[tuple[str, int | None]]:
+    """(row name, K) of the session rows: K = 1, the default (None) and the one asked for."""
+    rows: list[tuple[str, int | None]] = [("session K=1", 1)]
+    if supported:
+        rows.append(("session K=default", None))
+        if requested is not None and requested != 1:
+            rows.append((f"session K={requested}", requested))
+    return rows
+
+
+@dataclass
+class Row:
+    """One row of the stream table: an approach over the stream, and how it compares."""
+
+    approach: Approach
+    first_of_task: set[str] = field(default_factory=set)
+    # Per candidate, what its verdict says of its timing windows (exclusive, retimed_windows, …).
+    timing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The candidates a session kept in flight, as it reported them.
+    in_flight: int | None = None
+
+    def summary(self, batch: list[Candidate], kernelbench_rate: float | None) -> dict[str, Any]:
+        """The row's figures: the approach's, the warm median and the verdicts' agreement."""
+        found = self.approach.summary()
+        judged = self.approach.judged()
+        warm = [r.seconds for n, r in judged.items() if n not in self.first_of_task and r.seconds is not None]
+        rate = found["candidates_per_gpu_minute"]
+        wrong = [c.name for c in batch if c.name in judged and judged[c.name].status != c.expected]
+        exclusive = [t["exclusive"] for t in self.timing.values() if "exclusive" in t]
+        return {
+            "in_flight": self.in_flight,
+            **found,
+            "vs_kernelbench": rate / kernelbench_rate if rate and kernelbench_rate else None,
+            "warm_median_s": statistics.median(warm) if warm else None,
+            "wall_per_candidate_s": self.approach.wall_s / found["judged"] if found["judged"] else None,
+            "unexpected": wrong,
+            "exclusive_windows": f"{sum(bool(e) for e in exclusive)}/{len(exclusive)}" if exclusive else None,
+            "retimed_windows": sum(t.get("retimed_windows", 0) for t in self.timing.values()),
+        }
+
+
+def firsts(batch: list[Candidate]) -> set[str]:
+    """The first candidate of each task: the one that pays for starting its session, left out of warm times."""
+    return {next(c.name for c in batch if c.task == task) for task in {c.task for c in batch}}
+
+
+def _child(runner: Runner, mode: str, extra: list[str], names: list[str]) -> list[str]:
+    """The command line of a child of throughput.py in stream mode."""
+    args = runner.args
+    command = [sys.executable, str(Path(__file__).resolve().parent / "throughput.py"), mode]
+    command += ["--device", args.device, "--baselines", args.baselines, "--candidates", str(args.stream_dir)]
+    return command + extra + names
+
+
+def run_session_row(
+    runner: Runner, name: str, in_flight: int | None, batch: list[Candidate], share_s: float
+) -> Row:
+    """One session row: a child judges the stream, task by task, and prints a JSON line per verdict."""
+    row = Row(Approach(name), firsts(batch))
+    row.approach.results = {c.name: Result("not reached") for c in batch}
+    extra = [] if in_flight is None else ["--in-flight", str(in_flight)]
+
+    def on_event(line: str) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:  # the child writes only JSON lines there; anything else is not an event
+            return
+        if event["event"] == "candidate":
+            result = Result(event["status"], event["seconds"], event["reason"], event.get("speedup"))
+            row.approach.results[event["name"]] = result
+            row.timing[event["name"]] = event.get("timing") or {}
+            console.print(
+                f"[{name}] {event['name']}: {result.status} ({result.seconds or 0:.1f} s) {result.reason[:100]}"
+            )
+        elif event["event"] == "setup":
+            row.approach.setup_s[event["task"]] = event["seconds"]
+            row.in_flight = event.get("in_flight")
+
+    began = time.monotonic()
+    command = _child(runner, "--child-stream", extra, [c.name for c in batch])
+    rc, _, err, _ = run_process(command, runner.env(name.replace(" ", "_")), share_s, on_event)
+    _finish(runner, row.approach, began, rc, err)
+    return row
+
+
+def run_kernelbench_row(runner: Runner, batch: list[Candidate], share_s: float) -> Row:
+    """KernelBench's evaluator, a process per candidate, over the stream."""
+    row = Row(Approach("kernelbench"), firsts(batch))
+    row.approach.results = {c.name: Result("not reached") for c in batch}
+    began = time.monotonic()
+    deadline, env = began + share_s, runner.env("kernelbench")
+    for candidate in batch:
+        if time.monotonic() >= deadline:
+            break
+        result = runner.kernelbench(candidate, env, deadline - time.monotonic())
+        row.approach.results[candidate.name] = result
+        console.print(
+            f"[kernelbench] {candidate.name}: {result.status} ({result.seconds or 0:.1f} s) {result.reason[:100]}"
+        )
+    _finish(runner, row.approach, began, 0, "")
+    return row
+
+
+def _finish(runner: Runner, approach: Approach, began: float, rc: int | None, err: str) -> None:
+    approach.wall_s = time.monotonic() - began
+    if runner.sampler is not None:
+        approach.busy_fraction = runner.sampler.fraction(began, time.monotonic())
+    if rc is None:
+        approach.note = "stopped at the end of its share of the budget"
+    elif rc != 0:
+        approach.note = f"the child failed, exit code {rc}: {tail(err, 3)}"
+
+
+def run_interference(
+    runner: Runner, batch: list[Candidate], in_flight: int | None, share_s: float
+) -> dict[str, Any]:
+    """The interference check in a child: the honest kernel's times alone and with K in flight."""
+    busy = [c.name for c in batch if c.task == INTERFERENCE_TASK and c.kind != "load_inline"]
+    if not busy:
+        return {"notes": [f"no {INTERFERENCE_TASK} variants in the stream to keep in flight"], "k": in_flight}
+    extra = [] if in_flight is None else ["--in-flight", str(in_flight)]
+    found: dict[str, Any] = {"alone": [], "in_flight": [], "k": in_flight, "notes": []}
+
+    def on_event(line: str) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if event["event"] == "honest":
+            found[event["role"]].append(event)
+            times = ", ".join("–" if t is None else f"{t * 1e3:.2f}" for t in event["times_ms"])
+            console.print(
+                f"[interference] honest kernel {event['role']}: {event['status']}, µs per config {times}"
+            )
+        elif event["event"] == "note":
+            found["notes"].append(event["text"])
+
+    rc, _, err, _ = run_process(
+        _child(runner, "--child-interference", extra, busy), runner.env("interference"), share_s, on_event
+    )
+    if rc is None:
+        found["notes"].append("stopped at the end of its share of the budget")
+    elif rc != 0:
+        found["notes"].append(f"the child failed, exit code {rc}: {tail(err, 3)}")
+    found.update(compare_times(found["alone"], found["in_flight"]))
+    return found
+
+
+def compare_times(alone: list[dict[str, Any]], flight: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per config, the median time in flight against alone, in per cent; the worst and the verdict."""
+    deltas = []
+    for index in range(min((len(e["times_ms"]) for e in alone + flight), default=0)):
+        before = [e["times_ms"][index] for e in alone if e["times_ms"][index]]
+        during = [e["times_ms"][index] for e in flight if e["times_ms"][index]]
+        if before and during:
+            deltas.append((statistics.median(during) / statistics.median(before) - 1) * 100)
+    worst = max(deltas, key=abs) if deltas else None
+    return {
+        "delta_pct": deltas,
+        "worst_pct": worst,
+        "passed": worst is not None and abs(worst) <= INTERFERENCE_LIMIT_PCT,
+    }
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return "–" if value is None else format(value, spec) + unit
+
+
+def row_line(row: Row, document: dict[str, Any]) -> str:
+    """A row as one line, printed as soon as the row is done."""
+    s = document["rows"][row.approach.name]
+    verdicts = "as expected" if not s["unexpected"] else f"{len(s['unexpected'])} unexpected"
+    k = f" (K={s['in_flight']})" if s["in_flight"] is not None and "default" in row.approach.name else ""
+    return (
+        f"{row.approach.name}{k}: {s['judged']} judged in {s['wall_s']:.0f} s, {_fmt(s['candidates_per_gpu_minute'], '.1f')} "
+        f"per GPU-minute ({_fmt(s['vs_kernelbench'], '.2f', 'x')} KernelBench's), GPU busy "
+        f"{_fmt(s['busy_fraction'] and s['busy_fraction'] * 100, '.0f', ' %')}, warm median "
+        f"{_fmt(s['warm_median_s'], '.2f', ' s')}, verdicts {verdicts}"
+        + (
+            f", exclusive {s['exclusive_windows']}, {s['retimed_windows']} retimed"
+            if s["exclusive_windows"]
+            else ""
+        )
+        + (f" ({row.approach.note})" if row.approach.note else "")
+    )
+
+
+def disagreements(rows: list[Row], batch: list[Candidate]) -> list[str]:
+    """Session rows whose verdict on a candidate differs from K = 1's: being in flight changed a verdict."""
+    sessions = [row for row in rows if row.approach.name.startswith("session")]
+    if len(sessions) < 2:
+        return []
+    first, found = sessions[0].approach.results, []
+    for row in sessions[1:]:
+        for candidate in batch:
+            one, other = first[candidate.name].status, row.approach.results[candidate.name].status
+            if one not in UNJUDGED and other not in UNJUDGED and one != other:
+                found.append(f"{row.approach.name}: {candidate.name} {other}, K=1 said {one}")
+    return found
+
+
+def print_table(rows: list[Row], document: dict[str, Any]) -> None:
+    out = Console(highlight=False, width=None if sys.stdout.isatty() else WIDE_COLUMNS)
+    table = Table(title=f"Stream throughput on {document['versions']['device']}", show_edge=False)
+    columns = ("row", "judged", "wall s", "per GPU-min", "vs KernelBench", "GPU busy", "warm median s")
+    columns += ("wall s/candidate", "verdicts")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("row", "verdicts") else "right")
+    for row in rows:
+        s = document["rows"][row.approach.name]
+        verdicts = "expected" if not s["unexpected"] else f"{len(s['unexpected'])} unexpected"
+        busy = s["busy_fraction"] and s["busy_fraction"] * 100
+        cells = [row.approach.name, str(s["judged"]), _fmt(s["wall_s"], ".0f")]
+        cells += [_fmt(s["candidates_per_gpu_minute"], ".1f"), _fmt(s["vs_kernelbench"], ".2f", "x")]
+        cells += [
+            _fmt(busy, ".0f", "%"),
+            _fmt(s["warm_median_s"], ".2f"),
+            _fmt(s["wall_per_candidate_s"], ".2f"),
+        ]
+        table.add_row(*cells, verdicts)
+    out.print(table)
+    for line in document["lines"]:
+        out.print(line)
+
+
+def interference_line(found: dict[str, Any]) -> str:
+    """The interference check's outcome in one line."""
+    notes = "; ".join(found.get("notes", []))
+    if found.get("worst_pct") is None:
+        return f"interference check: not measured ({notes or 'no times'})"
+    k = "default" if found["k"] is None else found["k"]
+    deltas = ", ".join(f"{d:+.2f} %" for d in found["delta_pct"])
+    verdict = "PASS" if found["passed"] else "FAIL"
+    note = f" ({notes})" if notes else ""
+    return (
+        f"interference check (K={k}): {verdict}, honest kernel in flight vs alone per config {deltas} "
+        f"(limit ±{INTERFERENCE_LIMIT_PCT:.0f} %){note}"
+    )
+
+
+def run_stream(args: argparse.Namespace, runner: Runner, document: dict[str, Any]) -> int:
+    """Stream mode's steps; the document gets every number. Exit code 1 when a session's verdict is not
+    the expected one or differs between K values."""
+    tasks = tuple(args.tasks.split(",")) if args.tasks else None
+    if args.candidates is not None:  # a stream of the user's own, listed in its EXPECTED.json
+        args.stream_dir = args.candidates.resolve()
+        expected = json.loads((args.stream_dir / "EXPECTED.json").read_text())
+        expected = {n: s for n, s in expected.items() if tasks is None or str(Path(n).parent) in tasks}
+    else:
+        args.stream_dir = runner.workdir / "stream"
+        expected = write_stream(args.stream_dir, *((tasks,) if tasks else ()), per_task=args.stream_per_task)
+    batch = [
+        Candidate(
+            name,
+            args.stream_dir / name,
+            str(Path(name).parent),
+            status,
+            kind_of((args.stream_dir / name).read_text()),
+        )
+        for name, status in expected.items()
+    ]
+    supported = in_flight_supported()
+    notes = document["notes"]
+    if not supported:
+        notes.append(f"in-flight rows and the interference check at K=1 only: {NO_IN_FLIGHT}")
+    steps: list[tuple[str, Callable[[float], Any]]] = []
+    if args.kernelbench is not None and args.device == "cuda":
+        steps.append(("kernelbench", lambda share: run_kernelbench_row(runner, batch, share)))
+    else:
+        notes.append("kernelbench left out: it needs --kernelbench DIR and a CUDA GPU")
+    for name, k in session_rows(args.in_flight, supported):
+        steps.append(
+            ("session", lambda share, name=name, k=k: run_session_row(runner, name, k, batch, share))
+        )
+    if not args.no_interference:
+        k = args.in_flight if supported else None
+        steps.append(("interference", lambda share, k=k: run_interference(runner, batch, k, share)))
+    rows: list[Row] = []
+    document["rows"], kernelbench_rate = {}, None
+    console.print(f"[stream] {len(batch)} variants of {', '.join(sorted({c.task for c in batch}))}")
+    for index, (kind, step) in enumerate(steps):
+        weights = [ROW_WEIGHTS[k] for k, _ in steps[index:]]
+        share = max(runner.left(), 0.0) * ROW_WEIGHTS[kind] / sum(weights)
+        found = step(share)
+        if kind == "interference":
+            document["interference"] = found
+            print(interference_line(found), flush=True)
+            continue
+        rows.append(found)
+        document["rows"][found.approach.name] = found.summary(batch, kernelbench_rate)
+        document["rows"][found.approach.name]["results"] = {
+            n: asdict(r) for n, r in found.approach.results.items()
+        }
+        if found.approach.name == "kernelbench":
+            kernelbench_rate = document["rows"]["kernelbench"]["candidates_per_gpu_minute"]
+        print(row_line(found, document), flush=True)
+    sessions = [r for r in rows if r.approach.name.startswith("session")]
+    errors = [
+        f"{r.approach.name}: {n} expected {expected[n]}, judged {r.approach.results[n].status}"
+        for r in sessions
+        for n in document["rows"][r.approach.name]["unexpected"]
+    ]
+    errors += disagreements(rows, batch)
+    document["judge_errors"] = errors
+    document["lines"] = [
+        *([interference_line(document["interference"])] if "interference" in document else []),
+        "warm median: each candidate's own time from its start to its verdict, the first of each task left out;",
+        "wall s/candidate: the row's wall time over the candidates it judged (what throughput pays).",
+        *(f"note: {n}" for n in notes),
+        *(f"JUDGE ERROR {e}" for e in errors),
+    ]
+    print_table(rows, document)
+    return 1 if errors else 0

@@ -1,0 +1,175 @@
+"""Builds ahead for the solutions one judge session is given at once (`cudasmith eval` of several, a
+benchmark's stream): nothing waits on a build.
+
+As soon as the queue is known, every solution whose import compiles something goes to a pool of build
+workers (prebuild.build: sandboxed, no GPU, told the GPU's target), extension builds first. The session
+then takes the solutions in the order given, except that one whose extension is still building lets
+the ready ones go first; its verdict still comes in its place. Three `load_inline` solutions thus build
+side by side while the session starts, instead of one after another inside the judged workers.
+
+Only extension builds (`load_inline`, `cpp_extension.load`: nvcc and the host compiler over PyTorch's
+headers, ~45 s) are waited for. An NVRTC or C build ahead is a head start for solutions further down
+the queue; one still running when its solution comes up is overtaken by the judged worker's own compile,
+a fraction of a second. Triton compiles on the first call, for the GPU in hand and the argument types
+of that call: it cannot be built without the GPU, and the first call's extra allowance covers it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cudasmith.exec.jobs import Job, ProblemRef
+from cudasmith.exec.local import build_target, default_build_workers
+from cudasmith.exec.prebuild import BuildResult, build, needs_build, slow_build
+from cudasmith.wording import plural
+
+if TYPE_CHECKING:
+    from cudasmith.harness.options import EvalOptions
+    from cudasmith.harness.session import Judge
+    from cudasmith.harness.verdict import Verdict
+    from cudasmith.tasks.problem import Problem
+
+
+def _source(path: Path) -> str:
+    """The solution's source; a file that cannot be read builds nothing (the judge says what is wrong)."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+class BuildsAhead:
+    """A pool of build workers for one problem's queue of solutions; a context manager (close() stops it).
+
+    `start(paths)` queues the builds; `in_ready_order(paths)` yields the indices of `paths` in the order
+    to judge them. The pool's threads are daemons: a build nobody waits for any more ends with the
+    process (its sandboxed worker dies with its parent)."""
+
+    def __init__(self, problem: Problem, options: EvalOptions, workers: int | None = None) -> None:
+        """`workers`: builds at once (default: the cores a lane leaves, see exec.local)."""
+        self.problem = ProblemRef.of(problem)
+        self.options = options
+        self.target = build_target([options.device])
+        self.workers = default_build_workers(1) if workers is None else workers
+        self.results: dict[str, BuildResult] = {}
+        self._scratch = Path(tempfile.mkdtemp(prefix="cudasmith-ahead-"))
+        self._lock = threading.Condition()
+        self._queue: list[Job] = []
+        self._waited: set[str] = set()  # sources whose solutions wait for their build
+        self._started: set[str] = set()
+        self._closed = False
+        self._threads: list[threading.Thread] = []
+
+    def start(self, paths: Sequence[Path]) -> None:
+        """Queue the build of every solution that needs one, extension builds first (call it once). A lone
+        solution's NVRTC or C build is left to its judged worker: nothing would be judged meanwhile."""
+        jobs = []
+        for path in paths if self.workers > 0 else ():
+            source = _source(path)
+            if (
+                not needs_build(source)
+                or source in self._started
+                or (len(paths) == 1 and not slow_build(source))
+            ):
+                continue
+            self._started.add(source)
+            if slow_build(source):
+                self._waited.add(source)
+            jobs.append(Job(path.name, self.problem, self.options, source, path.name, str(path.resolve())))
+        jobs.sort(key=lambda job: not slow_build(job.source))
+        with self._lock:
+            self._queue += jobs
+            self._lock.notify_all()
+        for _ in range(min(self.workers, len(jobs))):
+            thread = threading.Thread(target=self._serve, name="cudasmith-build-ahead", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed or not self._queue:
+                    return
+                job = self._queue.pop(0)
+            try:
+                result = build(job, self._scratch, self.target)
+            except Exception as exc:  # a build is only ever a head start: the judged worker builds itself
+                result = BuildResult(False, 0.0, f"{type(exc).__name__}: {exc}")
+            with self._lock:
+                self.results[job.source] = result
+                self._lock.notify_all()
+
+    def _ready(self, source: str) -> bool:
+        return source not in self._waited or source in self.results or self._closed
+
+    def in_ready_order(
+        self, paths: Sequence[Path], waiting: Callable[[int], None] | None = None
+    ) -> Iterator[int]:
+        """Indices into `paths`: the first ready one each time, waiting only while none is ready;
+        `waiting(n)` is told, before each wait, how many of the rest wait for their build."""
+        sources = [_source(path) for path in paths]
+        pending = list(range(len(paths)))
+        while pending:
+            with self._lock:
+                while not (ready := [i for i in pending if self._ready(sources[i])]):
+                    if waiting is not None:
+                        waiting(len(pending))
+                    self._lock.wait()
+            pending.remove(ready[0])
+            yield ready[0]
+
+    def close(self) -> None:
+        """Drop the builds not started; those under way end with their worker's limit or this process."""
+        with self._lock:
+            self._closed = True
+            self._queue.clear()
+            self._lock.notify_all()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def __enter__(self) -> BuildsAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def judge_built_ahead(
+    judge: Judge,
+    solutions: Sequence[str | Path],
+    workers: int | None = None,
+    ahead: BuildsAhead | None = None,
+) -> Iterator[Verdict]:
+    """Judge `solutions` in `judge`'s session with their builds sent ahead; verdicts in the order given.
+    `workers`: builds at once; `ahead`: a pool the caller started already (and closes)."""
+    paths = [Path(solution) for solution in solutions]
+    with contextlib.ExitStack() as owned:
+        if ahead is None:
+            ahead = owned.enter_context(BuildsAhead(judge.problem, judge.options, workers))
+            ahead.start(paths)
+        order: list[int] = []
+
+        def queue() -> Iterator[Path]:
+            assert ahead is not None
+            progress = getattr(judge, "progress", None)
+
+            def waiting(count: int) -> None:
+                if progress is not None:
+                    progress(f"waiting for {plural(count, 'build')} ahead", len(order), len(paths))
+
+            for index in ahead.in_ready_order(paths, waiting):
+                order.append(index)
+                yield paths[index]
+
+        done: dict[int, Verdict] = {}
+        given = 0
+        for position, verdict in enumerate(judge.judge_many(queue())):
+            done[order[position]] = verdict
+            while given in done:
+                yield done.pop(given)
+                given += 1

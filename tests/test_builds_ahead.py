@@ -1,0 +1,143 @@
+"""Builds ahead for the solutions one session is given (exec/ahead.py): extension builds first, a solution
+judged while another's extension builds, verdicts in the order given; and `cudasmith eval` of several C
+solutions on the CPU, one of them waited for."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from cudasmith.exec import ahead
+from cudasmith.exec.jobs import Job
+from cudasmith.exec.prebuild import BuildResult
+from cudasmith.harness.options import EvalOptions
+
+from conftest import SOLUTIONS, run_cli
+
+# What each made-up solution's source says: an extension (waited for), a C kernel (built ahead, not
+# waited for) or nothing to build.
+SOURCES = {
+    "extension.py": "from torch.utils.cpp_extension import load_inline\n",
+    "plain.py": "import torch\n",
+    "c_kernel.py": "from cudasmith.runtime import compile_c\nkernel = compile_c(SOURCE, 'k')\n",
+    "later.py": "import torch  # nothing to build\n",
+}
+
+
+class FakeJudge:
+    """Judges lazily, one solution at a time, as Judge.judge_many does; the extension's build finishes
+    while `finish_on` is being judged."""
+
+    def __init__(self, problem: Path, finish_on: str, finished: threading.Event) -> None:
+        self.problem = SimpleNamespace(name="made-up", path=problem, source=problem.read_text())
+        self.options = EvalOptions(device="cpu")
+        self.judged: list[str] = []
+        self.finish_on, self.finished = finish_on, finished
+
+    def judge_many(self, solutions: Iterable[Path]) -> Iterator[Any]:
+        for path in solutions:
+            self.judged.append(path.name)
+            if path.name == self.finish_on:
+                self.finished.set()
+            yield SimpleNamespace(solution=path.name)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    for name, source in SOURCES.items():
+        (tmp_path / name).write_text(source)
+    (tmp_path / "problem.py").write_text("# a made-up problem\n")
+    return tmp_path
+
+
+def test_ready_solutions_go_first_and_verdicts_come_in_the_order_given(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finished = threading.Event()
+    built: list[str] = []
+
+    def fake_build(job: Job, scratch: Path, target: str | None) -> BuildResult:
+        built.append(job.file_name)
+        if "load_inline" in job.source:
+            assert finished.wait(30), "the judge never got to the solution it could judge meanwhile"
+        return BuildResult(True, 0.0)
+
+    monkeypatch.setattr(ahead, "build", fake_build)
+    judge = FakeJudge(folder / "problem.py", "later.py", finished)
+    given = [folder / name for name in SOURCES]
+    verdicts = list(ahead.judge_built_ahead(judge, given, workers=1))  # type: ignore[arg-type]
+    assert [v.solution for v in verdicts] == list(SOURCES), "verdicts in the order given"
+    assert judge.judged == ["plain.py", "c_kernel.py", "later.py", "extension.py"]
+    # Extension builds first; the C kernel's comes next (unless the session ended first); nothing else.
+    assert built[0] == "extension.py" and set(built) <= {"extension.py", "c_kernel.py"}, built
+
+
+def test_the_session_says_when_it_waits_for_a_build(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    finished = threading.Event()
+    monkeypatch.setattr(ahead, "build", lambda job, *_: BuildResult(finished.wait(30), 0.0))
+    judge = FakeJudge(folder / "problem.py", "", finished)
+    said: list[tuple[str, int, int]] = []
+
+    def progress(what: str, done: int, total: int) -> None:
+        said.append((what, done, total))
+        finished.set()  # the extension's build ends only once the session said it waits for it
+
+    judge.progress = progress  # type: ignore[attr-defined]
+    given = [folder / name for name in SOURCES]
+    assert [v.solution for v in ahead.judge_built_ahead(judge, given, workers=2)] == list(SOURCES)  # type: ignore[arg-type]
+    assert said == [("waiting for 1 build ahead", 3, 4)]
+    assert judge.judged[-1] == "extension.py"
+
+
+def test_without_build_workers_nothing_is_built_or_reordered(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ahead, "build", lambda *args: pytest.fail("no build was asked for"))
+    judge = FakeJudge(folder / "problem.py", "", threading.Event())
+    given = [folder / name for name in SOURCES]
+    verdicts = [v.solution for v in ahead.judge_built_ahead(judge, given, workers=0)]  # type: ignore[arg-type]
+    assert verdicts == judge.judged == list(SOURCES)
+
+
+def test_a_lone_solution_builds_ahead_only_an_extension(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+
+    def fake_build(job: Job, scratch: Path, target: str | None) -> BuildResult:
+        built.append(job.file_name)
+        return BuildResult(True, 0.0)
+
+    monkeypatch.setattr(ahead, "build", fake_build)
+    for name in ("c_kernel.py", "extension.py"):
+        judge = FakeJudge(folder / "problem.py", "", threading.Event())
+        verdicts = list(ahead.judge_built_ahead(judge, [folder / name], workers=1))  # type: ignore[arg-type]
+        assert [v.solution for v in verdicts] == [name]
+    assert built == ["extension.py"], (
+        "a C kernel alone compiles in its judged worker, which nothing waits for"
+    )
+
+
+@pytest.mark.slow
+def test_eval_of_several_solutions_builds_them_ahead_and_answers_in_order(tmp_path: Path) -> None:
+    honest = (SOLUTIONS / "vector_add_cpu.py").read_text()
+    # The comment makes the build one the session waits for (an extension's, as far as it knows).
+    waited = tmp_path / "a_waited.py"
+    waited.write_text("# built like a load_inline extension: judged once its build is done\n" + honest)
+    plain = tmp_path / "b_plain.py"
+    plain.write_text("# built ahead, not waited for\n" + honest)
+    wrong = SOLUTIONS / "vector_add_misses_tail.py"
+    options = ["--task", "level1/vector_add", "--device", "cpu", "--seeds", "1", "--no-timing", "--json"]
+    done = run_cli("eval", str(waited), str(wrong), str(plain), *options)
+    verdicts = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [Path(v["solution"]).name for v in verdicts] == ["a_waited.py", wrong.name, "b_plain.py"], (
+        done.stderr
+    )
+    assert [v["status"] for v in verdicts] == ["correct", "incorrect", "correct"], done.stdout
+    assert done.returncode == 1
