@@ -106,6 +106,7 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
     assert len(server.seen) == 2
 
 
+@pytest.mark.slow
 def test_model_and_folder_options_do_not_mix(tmp_path: Path) -> None:
     store = ["--store", str(tmp_path / "runs.db"), "--device", "cpu"]
     both = run_cli("bench", str(tmp_path), "--model", MODEL, "--task", "level1/relu", *store)

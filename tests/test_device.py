@@ -44,6 +44,7 @@ def test_cpu_properties_name_their_units() -> None:
     assert found["memory_bytes"] > 0 and "last_level_cache_bytes" in found
 
 
+@pytest.mark.slow
 def test_device_command_measures_once_and_prints_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -224,6 +224,7 @@ def test_gpus_name_a_count_or_indices(monkeypatch: pytest.MonkeyPatch) -> None:
             check_executor("local", "cuda", gpus=bad)
 
 
+@pytest.mark.slow
 def test_a_build_fills_the_cache_that_the_judged_worker_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,6 +245,7 @@ def test_a_build_fills_the_cache_that_the_judged_worker_reads(
     assert stats.built == 1 and stats.lanes[0].judged == 1
 
 
+@pytest.mark.slow
 def test_each_solution_builds_torch_extensions_in_a_folder_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -286,6 +288,7 @@ class CountingJudge:
         return self.judge_session.judge(path)
 
 
+@pytest.mark.slow
 def test_two_lanes_finish_a_batch_of_every_outcome_judging_each_candidate_once() -> None:
     """Correct, wrong, a crash, a build ahead and a hang, twice each, over two lanes of real sessions:
     every candidate gets its status, none is judged twice, none is lost."""

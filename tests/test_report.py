@@ -148,6 +148,7 @@ def test_a_cheat_earns_no_reward() -> None:
     assert reward({"status": "correct", "speedup": None}) == CORRECT_BONUS
 
 
+@pytest.mark.slow
 def test_report_cli_writes_the_page_and_json(stored: tuple[Path, str, str], tmp_path: Path) -> None:
     path, bench, searched = stored
     out = tmp_path / "page.html"

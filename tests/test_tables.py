@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from cudasmith.harness.verdict import ConfigResult, Verdict
@@ -189,6 +190,7 @@ def test_show_piped_keeps_whole_configs() -> None:
     assert "rows=1021 cols=4097" in text and "hidden" in text
 
 
+@pytest.mark.slow
 def test_eval_table_at_80_columns_end_to_end() -> None:
     text = piped(
         "eval",

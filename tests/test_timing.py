@@ -121,6 +121,7 @@ def test_measurement_summary_is_json_with_raw_samples() -> None:
     assert summary["samples_ms"] == [1.0, 2.0, 3.0] and summary["plan"]["l2_state"] == "hot"
 
 
+@pytest.mark.slow
 def test_a_solution_that_patches_timers_is_refused_and_could_not_have_changed_its_time() -> None:
     problem = PROBLEMS / "kernelbench_style_add.py"
     options = {"device": "cpu", "seeds_per_config": 1}

@@ -130,6 +130,7 @@ def test_bench_counts_correct_kernels_timed_noisily() -> None:
     assert "2 correct kernels timed noisily" in rendered(print_run_details, view)
 
 
+@pytest.mark.slow
 def test_a_forced_small_time_cap_makes_a_real_verdict_warn() -> None:
     """The whole pipeline on the CPU, timing capped at once and a noise target no sampling meets."""
     with Judge(PROBLEMS / "add_small.py", device="cpu", seeds_per_config=1, baselines=()) as judge:
