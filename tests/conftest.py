@@ -45,8 +45,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def _kernel_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Compiled kernels go to a fresh directory, so tests exercise compilation and not a stale cache."""
+    """Compiled kernels go to a fresh directory, so tests exercise compilation and not a stale cache; the
+    judge's key (runtime/seal.py) is made there too, never in the user's configuration folder."""
     os.environ["CUDASMITH_CACHE"] = str(tmp_path_factory.mktemp("cudasmith-cache"))
+    os.environ["CUDASMITH_KEY_FILE"] = str(tmp_path_factory.mktemp("cudasmith-key") / "judge.key")
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

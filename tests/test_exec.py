@@ -228,14 +228,19 @@ def test_gpus_name_a_count_or_indices(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_build_fills_the_cache_that_the_judged_worker_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A C kernel built ahead in a sandboxed CPU worker: its library is in the cache afterwards, and
-    the judged candidate, in a session of its own, is correct."""
+    """A C kernel built ahead in a sandboxed CPU worker: its library is in the solution's sealed build
+    folder afterwards, and the judged candidate, in a session of its own, is correct."""
     monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path / "cache"))
     source = FAST.read_text()
     assert needs_build(source) and not needs_build("class ModelNew: pass\n")
     result = build(job("fast", source=source), tmp_path / "scratch", None)
     assert result.ok, result.reason
-    assert list((tmp_path / "cache" / "cpu").glob("*.so")), "the compiled library is cached"
+    from cudasmith.harness.scratch import folder_intact
+    from cudasmith.runtime.cache import extension_root
+
+    built = extension_root(source)
+    assert list((built / "_cpu").glob("*.so")), "the library is in the solution's own build folder"
+    assert folder_intact(built), "and the folder is sealed by the parent"
     failed = build(job("broken", source=(SOLUTIONS / "c_compile_error.py").read_text()), tmp_path, None)
     assert not failed.ok and "error" in failed.reason
     with make_executor("local", "cpu", build_workers=1) as executor:

@@ -13,6 +13,8 @@ import pytest
 import cudasmith
 from cudasmith import EvalOptions, Judge, Status, Verdict
 from cudasmith.errors import UsageError
+from cudasmith.harness.baselines import BASELINE_PURPOSE
+from cudasmith.runtime import seal
 
 from conftest import ROOT, SOLUTIONS, run_cli
 
@@ -84,16 +86,14 @@ def test_a_stale_or_tampered_cached_baseline_cannot_inflate_a_speedup(
         honest = judge.judge(solution)
         assert honest.status == Status.CORRECT, honest.reason
         # What a session keeps on disk (a quiet measurement is kept; plant one where noise kept none),
-        # inflated a hundredfold, as a stale file from a slower day or a tampered one would be.
+        # inflated a hundredfold, as a stale file from a slower day would be (sealed by the judge: one
+        # that fails its MAC is not even shown, see test_integrity).
         for result in honest.configs:
             config = next(c for i, c, _ in judge.selected if i == result.index)
             path = judge.baselines._path("eager", config)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(
-                json.dumps(
-                    {"median_ms": result.baseline_ms * 100, "measured_at": "2026-01-01T00:00:00+00:00"}
-                )
-            )
+            kept = {"median_ms": result.baseline_ms * 100, "measured_at": "2026-01-01T00:00:00+00:00"}
+            path.write_text(json.dumps(seal.seal(kept, BASELINE_PURPOSE)))
     later = cudasmith.evaluate(solution, task=task, options=options)
     assert later.status == Status.CORRECT, later.reason
     assert honest.speedup and later.speedup

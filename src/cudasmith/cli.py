@@ -24,6 +24,7 @@ from cudasmith.cli_common import (
     LoadTimeLimitOption,
     MemoryLimitOption,
     ProblemOption,
+    RequireIsolationOption,
     RulesOption,
     TaskArgument,
     TaskOption,
@@ -142,6 +143,7 @@ def eval_command(
     first_call_extra: FirstCallExtraOption = None,
     memory_limit_gib: MemoryLimitOption = None,
     rules: RulesOption = "strict",
+    require_isolation: RequireIsolationOption = False,
 ) -> None:
     """Judge SOLUTIONS against a task: correct on every config and input set, and how fast.
 
@@ -173,6 +175,7 @@ def eval_command(
             l2_state=l2,
             graph=graph,
             rules=rules,
+            require_isolation=require_isolation,
             **time_limits(time_limit, load_time_limit, first_call_extra),
             **memory_limit(memory_limit_gib),
         )

@@ -181,6 +181,13 @@ RulesOption = Annotated[
         "as KernelBench allows it (verdicts still name the operators and the solution's own share)",
     ),
 ]
+RequireIsolationOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-isolation",
+        help="Refuse to judge where candidates' files cannot be isolated (no Landlock, no namespaces).",
+    ),
+]
 FirstCallExtraOption = Annotated[
     float | None,
     typer.Option(

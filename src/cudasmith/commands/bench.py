@@ -19,6 +19,7 @@ from cudasmith.cli_common import (
     ExecutorOption,
     GpusOption,
     MemoryLimitOption,
+    RequireIsolationOption,
     RulesOption,
     memory_limit,
 )
@@ -204,6 +205,7 @@ def bench_command(
     ] = None,
     seeds: Annotated[int, typer.Option(help="Input sets checked per config.")] = 3,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time correct kernels.")] = True,
+    require_isolation: RequireIsolationOption = False,
     baselines: Annotated[
         str | None,
         typer.Option(
@@ -267,7 +269,9 @@ def bench_command(
         baselines=parse_baselines(baselines) if baselines else None,
         **memory_limit(memory_limit_gib),
         rules=rules,
+        require_isolation=require_isolation,
     )
+    options.check_isolation()
     from cudasmith.exec import Lanes
 
     lanes = Lanes(executor, gpus, address, build_workers)

@@ -22,6 +22,7 @@ from cudasmith import __version__
 from cudasmith.errors import UsageError
 from cudasmith.hardware import device_name, driver_attributes
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
+from cudasmith.runtime.seal import seal, unseal
 
 # The versions a measured peak or launch cost depends on (the kernels that reach a peak come with
 # PyTorch and CUDA; the driver and CUPTI, with CUDA).
@@ -129,6 +130,11 @@ class DevicePeaks:
         return cls(**data)
 
 
+# What the MAC of a cached measurement says it is (runtime/seal.py).
+PEAKS_PURPOSE = "device-peaks"
+LAUNCH_COST_PURPOSE = "launch-cost"
+
+
 def measurement_path(prefix: str, name: str, versions: dict[str, str | None]) -> Path:
     """The cache file of one measurement of a device under one set of software versions."""
     relevant = {key: versions.get(key) for key in PEAK_VERSION_KEYS}
@@ -148,15 +154,19 @@ def load_peaks(device: str | None = None, name: str | None = None) -> DevicePeak
     """
     path = peaks_path(name or device_name(usable_device(device)), software_versions())
     try:
-        return DevicePeaks.from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
+        data = unseal(json.loads(path.read_text()), PEAKS_PURPOSE)
+    except (OSError, ValueError):
+        return None
+    try:  # a file that fails its MAC was not written by the judge: the peaks are measured again
+        return DevicePeaks.from_dict(data) if data is not None else None
+    except TypeError:
         return None
 
 
 def save_peaks(peaks: DevicePeaks) -> Path:
     """Cache measured peaks; returns the file."""
     path = peaks_path(peaks.device, peaks.versions)
-    write_atomically(path, json.dumps(peaks.to_dict(), indent=2).encode())
+    write_atomically(path, json.dumps(seal(peaks.to_dict(), PEAKS_PURPOSE), indent=2).encode())
     return path
 
 

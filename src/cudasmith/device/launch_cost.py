@@ -32,10 +32,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudasmith.device import measurement_path, software_versions
+from cudasmith.device import LAUNCH_COST_PURPOSE, measurement_path, software_versions
 from cudasmith.errors import CudasmithError
 from cudasmith.runtime import compile_cuda
 from cudasmith.runtime.cache import write_atomically
+from cudasmith.runtime.seal import seal, unseal
 from cudasmith.timestamps import now_iso
 
 KERNEL = "cudasmith_calibrate_empty"
@@ -125,8 +126,10 @@ def load_launch_cost(name: str | None = None) -> LaunchCost | None:
         name = torch.cuda.get_device_name()
     if name not in _loaded:
         try:
-            data = json.loads(cost_path(name, software_versions()).read_text())
-            _loaded[name] = LaunchCost(**data)
+            data = unseal(json.loads(cost_path(name, software_versions()).read_text()), LAUNCH_COST_PURPOSE)
+            _loaded[name] = (
+                LaunchCost(**data) if data is not None else None
+            )  # failing its MAC: calibrate again
         except (OSError, ValueError, TypeError):
             _loaded[name] = None
     return _loaded[name]
@@ -140,7 +143,7 @@ def calibrated_launch_us(name: str | None = None) -> float | None:
 
 def save_launch_cost(cost: LaunchCost) -> Path:
     path = cost_path(cost.device, cost.versions)
-    write_atomically(path, json.dumps(cost.to_dict(), indent=2).encode())
+    write_atomically(path, json.dumps(seal(cost.to_dict(), LAUNCH_COST_PURPOSE), indent=2).encode())
     _loaded[cost.device] = cost
     return path
 

@@ -1,10 +1,11 @@
 """Building ahead: a candidate's kernels compiled on the host's CPUs while the GPUs judge others.
 
 A build imports the solution in a worker of its own, sandboxed like a judged candidate (supervisor,
-no network, memory limit, the audit hook) but with no GPU visible and told which GPU to build for. What
-its import compiles lands in the persistent build cache: NVRTC cubins and C libraries by content,
-torch extensions (`load_inline`, nvcc) in the solution's own folder (`runtime.cache.extension_root`).
-The judged worker then finds them there instead of compiling with a GPU held idle.
+no network, its files confined, memory limit, the audit hook) but with no GPU visible and told which GPU
+to build for. What its import compiles (NVRTC cubins, C libraries, torch extensions, Triton) lands in the
+solution's own folder of the build cache (`runtime.cache.extension_root`), the only place in the cache it
+may write; the parent seals the folder afterwards (harness/scratch.py). The judged worker then finds them
+there, checked, instead of compiling with a GPU held idle.
 
 A build never decides anything: whatever it says, the candidate is judged as usual, and a build that
 failed (an import that needs the GPU, a compile error) just means the judged worker compiles, or fails,

@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -23,6 +24,7 @@ from cudasmith.harness.messages import TimeSpec
 from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
+from cudasmith.runtime.seal import seal, unseal
 from cudasmith.timestamps import now_iso
 
 BASELINES = {
@@ -38,6 +40,8 @@ DEFAULT_CUDA = ("eager", "compile", "expert")
 DEFAULT_CPU = ("eager", "expert")
 # Timing one baseline on one config with its compilation (starting the worker: PROBLEM_LOAD_TIMEOUT_S).
 BASELINE_TIMEOUT_S = 1800.0
+# What the MAC of a cached baseline time says it is (runtime/seal.py).
+BASELINE_PURPOSE = "baseline-time"
 # Re-time a config's baselines after this many candidates were timed against them, or this long.
 DRIFT_EVERY_CANDIDATES = 8
 DRIFT_EVERY_S = 300.0
@@ -151,7 +155,7 @@ class SessionBaselines:
             self._worker = worker
         return self._worker
 
-    def _path(self, name: str, config: dict[str, Any]) -> Any:
+    def _path(self, name: str, config: dict[str, Any]) -> Path:
         key = content_key(json.dumps(config, sort_keys=True), name, json.dumps(self.identity, sort_keys=True))
         return cache_dir("baselines") / f"{key}.json"
 
@@ -163,8 +167,16 @@ class SessionBaselines:
 
     def previous_ms(self, config: dict[str, Any]) -> float | None:
         """Eager PyTorch's time from an earlier session, if kept: a seed for call limits, nothing more."""
+        kept = self._kept(self._path("eager", config))
+        return float(kept["median_ms"]) if kept is not None else None
+
+    def _kept(self, path: Path) -> dict[str, Any] | None:
+        """A cached baseline time the judge wrote (one failing its MAC is not used), or None."""
         try:
-            return float(json.loads(self._path("eager", config).read_text())["median_ms"])
+            kept = unseal(json.loads(path.read_text()), BASELINE_PURPOSE)
+            return (
+                {"median_ms": float(kept["median_ms"]), "measured_at": kept["measured_at"]} if kept else None
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -212,15 +224,11 @@ class SessionBaselines:
         if before is not None and before.measurement is not None:
             result.drift = _drift(before.measurement, measurement)
         path = self._path(name, spec.config)
-        if result.previous is None:
-            try:
-                kept = json.loads(path.read_text())
-                result.previous = {"time_ms": kept["median_ms"], "measured_at": kept["measured_at"]}
-            except (OSError, ValueError, KeyError, TypeError):
-                pass
+        if result.previous is None and (kept := self._kept(path)) is not None:
+            result.previous = {"time_ms": kept["median_ms"], "measured_at": kept["measured_at"]}
         if measurement.get("rel_stderr", 1.0) <= NOISY_REL_STDERR:
             kept = {"median_ms": measurement["median_ms"], "measured_at": result.measured_at}
-            write_atomically(path, json.dumps(kept).encode())
+            write_atomically(path, json.dumps(seal(kept, BASELINE_PURPOSE)).encode())
         return result
 
     def close(self) -> None:

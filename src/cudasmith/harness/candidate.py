@@ -10,13 +10,14 @@ and the judge's names, threads and observers are checked. Outputs go to the judg
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from cudasmith.hardware import device_name
-from cudasmith.harness import audit
+from cudasmith.harness import audit, file_guard, sandbox
 from cudasmith.harness.calls import (
     CandidateFault,
     TimedCalls,
@@ -35,7 +36,7 @@ from cudasmith.harness.returned import ReturnMarker, unsynchronised
 from cudasmith.harness.tamper import Snapshot, describe
 from cudasmith.harness.transfer import Exporter
 from cudasmith.harness.verdict import Status
-from cudasmith.runtime.cache import extension_root
+from cudasmith.runtime.cache import BUILD_DIR_ENV, extension_root
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import build_model, make_init_inputs
 from cudasmith.tasks.parameters import NO_PARAMETERS, draw_into, drawn_values, has_parameters, matching
@@ -59,14 +60,32 @@ def _cpu_own_share(compute_ns: int, samples_ms: list[float]) -> float | None:
 
 
 def set_build_environment(solution: Path, device: str) -> None:
-    """Where and for what the solution's torch extensions are built: its own folder of the build cache
-    (see extension_root), for this GPU unless a build worker or the user already named the targets."""
+    """Where and for what the solution's kernels are built: its own folder of the build cache (see
+    extension_root), for this GPU unless a build worker or the user already named the targets. A sandboxed
+    worker may write into that folder alone from now on."""
     source = solution.read_text(errors="replace")
-    os.environ["TORCH_EXTENSIONS_DIR"] = str(extension_root(source, os.environ.get("TORCH_EXTENSIONS_DIR")))
+    folder = extension_root(source, os.environ.get("TORCH_EXTENSIONS_DIR"))
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
+    os.environ[BUILD_DIR_ENV] = str(folder)  # NVRTC and C builds (runtime/cache.py)
+    os.environ["TRITON_CACHE_DIR"] = str(folder / "_triton")
+    sandbox.narrow(folder)
     if device.startswith("cuda") and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
         from cudasmith.runtime.cuda import device_arch, torch_arch_list
 
         os.environ["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(device_arch())
+
+
+def _with_file_rules(
+    judge_violation: Callable[[], str | None], origins: audit.Origins
+) -> Callable[[], str | None]:
+    """The audit's first violation, else the first file access outside the worker's sandbox policy."""
+    policy = os.environ.get(sandbox.POLICY_ENV)
+    if not policy:
+        return judge_violation
+    file_violation = file_guard.install(
+        sandbox.Policy.from_json(policy), lambda code: origins.of(code) == "candidate"
+    )
+    return lambda: judge_violation() or file_violation()
 
 
 class Candidate:
@@ -123,10 +142,13 @@ class Candidate:
         self.all_ops_allowed = allowed == "all"
         self.extra_allowed = frozenset() if self.all_ops_allowed else frozenset(allowed)
         if self.defences:
-            self.first_violation = audit.install(self.problem_path, self.solution_path)
+            # Where the parent found the solution (it is judged from a copy): its folder is the solution's.
+            origin = Path(request.get("origin") or self.solution_path)
+            judge_violation = audit.install(self.problem_path, origin)
             self.snapshot = Snapshot()
-            roots = audit.trusted_roots((self.problem_path,), self.solution_path)
+            roots = audit.trusted_roots((self.problem_path,), origin)
             self.own = OwnKernels(audit.Origins(*roots), self.solution_path.read_text(errors="replace"))
+            self.first_violation = _with_file_rules(judge_violation, audit.Origins(*roots))
         try:
             self.solution = load_module(self.solution_path, "solution")
         except Exception as exc:

@@ -12,6 +12,7 @@ from typing import Any
 
 from cudasmith.device import known_device
 from cudasmith.errors import UsageError
+from cudasmith.harness import sandbox
 from cudasmith.timing.protocol import L2_STATES
 
 # Each config is checked on this many independently drawn input sets.
@@ -81,6 +82,9 @@ class EvalOptions:
     graph: bool = False
     # Candidate workers kept started ahead (None: WARM_WORKERS_GPU or WARM_WORKERS_CPU).
     warm_workers: int | None = None
+    # Refuse to judge where candidates' files cannot be isolated (sandbox.py); otherwise such verdicts
+    # say "filesystem not isolated".
+    require_isolation: bool = False
 
     def validate(self) -> None:
         """Raise UsageError for options that cannot work, with what to do instead."""
@@ -100,6 +104,12 @@ class EvalOptions:
             raise UsageError("a worker's memory limit must be positive (--memory-limit)")
         if self.call_timeout_s is not None and self.call_timeout_s <= 0:
             raise UsageError("the time limit of a call must be positive (--time-limit)")
+        self.check_isolation()
+
+    def check_isolation(self) -> None:
+        """With require_isolation, a UsageError where candidates' files cannot be isolated here."""
+        if self.require_isolation and (why := sandbox.unavailable()):
+            raise UsageError(f"refusing to judge (--require-isolation): {why}")
 
     @property
     def on_gpu(self) -> bool:

@@ -22,9 +22,12 @@ import torch
 from cudasmith.errors import UsageError
 from cudasmith.harness import protocol
 from cudasmith.harness.memory import over_limit
+from cudasmith.harness.scratch import Scratch
 from cudasmith.harness.supervisor import PARENT_ENV
 from cudasmith.harness.transfer import sweep_shared
 from cudasmith.harness.verdict import Status
+from cudasmith.runtime import seal
+from cudasmith.runtime.cache import cache_root
 
 # The judge's processes import only trusted code: -P keeps the working directory (where a candidate may
 # have left a `numpy.py`) off sys.path, -s keeps the user's site-packages (writable by any candidate) off it.
@@ -104,7 +107,13 @@ def _worker_env(
     token: str, role: str, defences: bool, gpu_index: int | None, extra: dict[str, str] | None = None
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
+    # Where the judge's key is (not the key): the reference worker seals what it compiles with it.
+    if seal.KEY_ENV in os.environ:
+        env[seal.KEY_ENV] = os.environ[seal.KEY_ENV]
     env["CUDASMITH_WORKER"] = role
+    # The CUDA driver caches the machine code it makes of PTX in $HOME/.nv unless told otherwise: the judge's
+    # own workers keep it in cudasmith's cache instead (a candidate's worker keeps its own in its scratch).
+    env.setdefault("CUDA_CACHE_PATH", str(cache_root() / "nv"))
     if gpu_index is not None:  # the worker sees that one GPU, as cuda:0
         env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
     env.update(extra or {})
@@ -167,6 +176,13 @@ class WorkerProcess:
         self.role = setup["role"]
         self.started = time.monotonic()
         self.memory_limit = memory_limit or default_memory_limit()
+        # Candidate code runs confined to a scratch folder of its own (scratch.py, sandbox.py), which is also
+        # its working folder: what it (or a library for it) writes by a relative path lands there.
+        self.scratch = None
+        if self.role == "candidate":
+            setup = {**setup, "problem": str(Path(setup["problem"]).resolve())}
+            self.scratch = Scratch(Path(setup["problem"]))
+        env = {**(env or {}), **(self.scratch.env() if self.scratch is not None else {})}
         worker_fds = f"{request_read},{reply_write}"
         self.process = subprocess.Popen(
             [sys.executable, *TRUSTED_PATH_FLAGS, "-m", "cudasmith.harness.supervisor", str(status_write),
@@ -178,6 +194,7 @@ class WorkerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            cwd=self.scratch.root if self.scratch is not None else None,
             env=_worker_env(self.token, self.role, setup.get("defences", True), gpu_index, env),
         )  # fmt: skip
         for fd in (request_read, reply_write, status_write):
@@ -201,12 +218,15 @@ class WorkerProcess:
                     self._status_lines.append(json.loads(line))
 
     def status(self, key: str) -> Any:
-        """A value the supervisor reported (worker_pid, network, exit, over_memory…), or None."""
+        """A value the supervisor reported (worker_pid, network, filesystem, exit, over_memory…), or None."""
         return next((line[key] for line in self._status_lines if key in line), None)
 
     def send(self, header: dict[str, Any]) -> int:
         """Send a request without waiting; returns its id."""
         request_id = next(self._ids)
+        if header.get("op") == "load" and header.get("solution") and self.scratch is not None:
+            staged = self.scratch.stage(Path(header["solution"]))
+            header = {**header, "solution": str(staged), "origin": header["solution"]}
         with contextlib.suppress(OSError):  # the worker is gone; wait() reports how
             protocol.send(self.requests, {**header, "id": request_id})
         return request_id
@@ -299,6 +319,8 @@ class WorkerProcess:
         sweep_shared(self.token)
         self.requests.close()
         self.replies.close()
+        if self.scratch is not None:
+            self.scratch.remove()
 
     def _worker_pid(self) -> int | None:
         deadline = time.monotonic() + SUPERVISOR_GRACE_S

@@ -21,6 +21,7 @@ from typing import Any
 
 from cudasmith.device import DevicePeaks, default_device, software_versions, usable_device
 from cudasmith.errors import HarnessError, UsageError
+from cudasmith.harness import sandbox
 from cudasmith.harness.assemble import apply_baselines, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.correctness import check_candidate, label, select_configs
@@ -340,7 +341,10 @@ class Judge:
     def _collect(self, candidate: WorkerProcess, verdict: Verdict) -> None:
         """What the candidate's process left: its output, stray processes, the isolation it had."""
         stray = (candidate.status("killed_after_exit") or 0) + candidate.stray
-        verdict.isolation = {"network": candidate.status("network"), "stray_processes_killed": stray}
+        verdict.isolation = {"network": candidate.status("network"), "filesystem": candidate.status("filesystem"),
+                             "stray_processes_killed": stray}  # fmt: skip
+        if (filesystem := candidate.status("filesystem")) and not sandbox.isolated(filesystem):
+            verdict.note(filesystem)
         if stray:
             verdict.note(f"killed {plural(stray, 'process', 'processes')} the solution left behind")
         for name, capture in (("stdout", candidate.stdout), ("stderr", candidate.stderr)):

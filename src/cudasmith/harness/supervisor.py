@@ -6,9 +6,10 @@ PASSED_FDS (comma-separated) are the worker's pipe ends, handed on to the worker
 
 It makes itself a child subreaper (orphaned descendants of the worker are re-parented to it, even
 after setsid or a double fork), moves into a network namespace of its own where the OS allows it,
-starts the worker in a new session, polls the memory of every descendant and kills the lot over the
-limit, and when the worker ends kills every descendant left. It reports on STATUS_FD as JSON lines:
-first the worker's pid and the network state, last the worker's exit and what was killed.
+starts the worker in a new session, confined to its files where a policy came with it (sandbox.py),
+polls the memory of every descendant and kills the lot over the limit, and when the worker ends kills
+every descendant left. It reports on STATUS_FD as JSON lines: first the worker's pid and the states of
+its network and filesystem, last the worker's exit and what was killed.
 This module imports nothing heavy: it starts in tens of milliseconds.
 """
 
@@ -25,6 +26,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from cudasmith.harness import sandbox
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
@@ -136,10 +139,24 @@ def main() -> None:
     _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     network = isolate_network()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    worker = subprocess.Popen(worker_argv, pass_fds=passed, start_new_session=True)
+    policy = os.environ.get(sandbox.POLICY_ENV)
+    state_read, state_write = os.pipe()
+
+    def confine() -> None:  # in the worker's process, before exec: it runs confined from its start
+        state = sandbox.confine(sandbox.Policy.from_json(policy or ""))
+        os.environ[sandbox.STATE_ENV] = state  # the environment exec hands the worker
+        os.write(state_write, state.encode())
+
+    worker = subprocess.Popen(
+        worker_argv, pass_fds=passed, start_new_session=True, preexec_fn=confine if policy else None
+    )
+    os.close(state_write)
+    with os.fdopen(state_read, "rb") as states:
+        filesystem = states.read().decode() or None
     for fd in passed:  # the worker's pipe ends now live in the worker alone (EOF must mean it is gone)
         os.close(fd)
-    status.write(json.dumps({"worker_pid": worker.pid, "network": network}) + "\n")
+    start = {"worker_pid": worker.pid, "network": network, "filesystem": filesystem}
+    status.write(json.dumps(start) + "\n")
     over_memory = threading.Event()
 
     def stop(signum: int, frame: object) -> None:

@@ -12,7 +12,7 @@ from cudasmith.harness.options import EvalOptions
 
 # Options that do not change a verdict: the secret seed (any seed's verdict is a verdict of the same
 # judge), the device (part of a cache key on its own), and how many workers a session starts ahead.
-NOT_VERDICT_OPTIONS = ("seed", "device", "warm_workers")
+NOT_VERDICT_OPTIONS = ("seed", "device", "warm_workers", "require_isolation")
 # The packages whose code decides verdicts: the judge, its timing protocol, device facts (speed of light,
 # launch cost), the kernel runtime, and the making and perturbing of inputs.
 JUDGE_PACKAGES = ("harness", "timing", "device", "runtime", "tasks")

@@ -121,6 +121,12 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
         console.print(
             f"  {noisy} timed noisily (stopped before the noise target): see their speedups' ranges"
         )
+    if summary.not_isolated:
+        console.print(f"  [yellow]{summary.not_isolated} judged with the filesystem not isolated[/]")
+    if tampered := summary.statuses.get("tampered"):
+        console.print(
+            f"  [red]{tampered} stored verdicts fail their MAC (tampered): not trusted, not reused[/]"
+        )
     if summary.pass_at_k:
         console.print("  " + ", ".join(f"{k} {percent(v)}" for k, v in summary.pass_at_k.items()))
     if summary.claimed_correct is not None:

@@ -27,6 +27,8 @@ STATUS_STYLE = {
     "runtime_error": "bold yellow",
     "timeout": "bold yellow",
     "not_checked": "dim",
+    # A stored verdict that fails its MAC (store/integrity.py).
+    "tampered": "bold red reverse",
 }
 
 

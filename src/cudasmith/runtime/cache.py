@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudasmith.errors import UsageError
+from cudasmith.runtime import seal
 
 # What each kind of cache folder holds, as `cudasmith cache` describes it.
 CACHE_KINDS = {
@@ -20,6 +21,12 @@ CACHE_KINDS = {
     "baselines": "the last session's baseline times per task, config and device, shown beside fresh ones",
     "device": "measured device peaks and the calibrated kernel launch cost",
 }
+# Set in a candidate's worker to its solution's build folder (see extension_root): a sandboxed worker
+# writes nowhere else in the cache, so one candidate cannot plant a library another one loads.
+BUILD_DIR_ENV = "CUDASMITH_BUILD_DIR"
+BUILT_KINDS = ("cuda", "cpu")
+# What the MAC of a compiled artefact in the shared cache says it is.
+ARTIFACT_PURPOSE = "compiled-artifact"
 
 
 def cache_root() -> Path:
@@ -28,8 +35,10 @@ def cache_root() -> Path:
 
 
 def cache_dir(kind: str) -> Path:
-    """The directory for one kind of cached artefact; CUDASMITH_CACHE moves the whole cache."""
-    path = cache_root() / kind
+    """The directory for one kind of cached artefact; CUDASMITH_CACHE moves the whole cache. In a candidate's
+    worker, what it compiles (the kinds in BUILT_KINDS) goes into its solution's own build folder."""
+    build = os.environ.get(BUILD_DIR_ENV)
+    path = Path(build) / f"_{kind}" if build and kind in BUILT_KINDS else cache_root() / kind
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -86,8 +95,13 @@ def extension_root(solution_source: str, base: str | None = None) -> Path:
     solutions that both call theirs `my_ext`, judged at once, would load each other's library; one
     solution's build worker and its judged worker share the folder, so the judged one finds the build.
     `base`: the user's own TORCH_EXTENSIONS_DIR, under which the folders go instead."""
-    root = Path(base) if base else cache_dir("extensions")
-    return root / content_key("extension", solution_source)[:24]
+    return extensions_base(base) / content_key("extension", solution_source)[:24]
+
+
+def extensions_base(base: str | None = None) -> Path:
+    """The folder holding every solution's build folder: `base` (the user's TORCH_EXTENSIONS_DIR) or the
+    cache's extensions folder (not created here)."""
+    return Path(base) if base else cache_root() / "extensions"
 
 
 def content_key(*parts: str | bytes) -> str:
@@ -98,6 +112,34 @@ def content_key(*parts: str | bytes) -> str:
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()[:32]
+
+
+def artifact_trusted(key: str, *files: Path) -> bool:
+    """Whether the cached files of one compiled artefact are what the judge compiled under `key` (their MAC,
+    runtime/seal.py), before they are loaded. A candidate's build folder is sealed as a whole by the parent
+    instead (harness/scratch.py); a sandboxed worker cannot read the key, and its shared cache is
+    read-only to it, so there they count as trusted."""
+    if os.environ.get(BUILD_DIR_ENV):
+        return True
+    try:
+        recorded = _mac_path(files[0]).read_text()
+        return seal.verify(recorded, ARTIFACT_PURPOSE, key, *(f.read_bytes() for f in files))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
+def seal_artifact(key: str, *files: Path) -> None:
+    """Record the MAC of a compiled artefact just written into the shared cache."""
+    if not os.environ.get(BUILD_DIR_ENV):
+        write_atomically(
+            _mac_path(files[0]), seal.mac(ARTIFACT_PURPOSE, key, *(f.read_bytes() for f in files)).encode()
+        )
+
+
+def _mac_path(path: Path) -> Path:
+    return path.with_name(path.name + ".mac")
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from cudasmith.errors import CompileError, CudasmithError
 from cudasmith.hardware import cpu_name
 from cudasmith.runtime.args import pack_arguments
-from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
+from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
 from cudasmith.runtime.signature import Param, parse_signature
 
 # OpenMP is on so that kernels can use every core with a pragma; -march=native because the
@@ -88,7 +88,7 @@ def compile_c(source: str, name: str, *, language: str = "c", flags: Sequence[st
     started = time.perf_counter()
     directory = cache_dir("cpu")
     library_path = directory / f"{key}.so"
-    log, from_cache = "", library_path.is_file()
+    log, from_cache = "", library_path.is_file() and artifact_trusted(key, library_path)
     if not from_cache:
         source_path = directory / f"{key}{LANGUAGES[language][3]}"
         write_atomically(source_path, source.encode())
@@ -108,6 +108,7 @@ def compile_c(source: str, name: str, *, language: str = "c", flags: Sequence[st
             build_path.unlink(missing_ok=True)
             raise CompileError.from_log(Path(compiler).name, log)
         os.replace(build_path, library_path)
+        seal_artifact(key, library_path)
     function = CFunction(name, library_path, params, log, time.perf_counter() - started, from_cache)
     with _compiled_lock:
         _compiled[key] = function

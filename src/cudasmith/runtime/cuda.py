@@ -23,7 +23,7 @@ from typing import Any
 
 from cudasmith.errors import CompileError, CudasmithError, KernelLaunchError, NoGpuError
 from cudasmith.runtime.args import pack_arguments
-from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
+from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
 from cudasmith.runtime.signature import Param, parse_signature
 
 # Above this much dynamic shared memory a kernel must opt in through a function attribute.
@@ -271,7 +271,7 @@ def compile_cuda(
     started = time.perf_counter()
     directory = cache_dir("cuda")
     cubin_path, meta_path = directory / f"{key}.cubin", directory / f"{key}.json"
-    if cubin_path.is_file() and meta_path.is_file():
+    if cubin_path.is_file() and meta_path.is_file() and artifact_trusted(key, cubin_path, meta_path):
         meta = json.loads(meta_path.read_text())
         kernel = CudaKernel(name, meta["lowered_name"], arch, cubin_path.read_bytes(), params, meta["log"])
         kernel.from_cache = True
@@ -279,6 +279,7 @@ def compile_cuda(
         cubin, lowered, log = _nvrtc_compile(source, name, all_options)
         write_atomically(cubin_path, cubin)
         write_atomically(meta_path, json.dumps({"lowered_name": lowered, "log": log}).encode())
+        seal_artifact(key, cubin_path, meta_path)
         kernel = CudaKernel(name, lowered, arch, cubin, params, log)
     kernel.compile_seconds = time.perf_counter() - started
     with _compiled_lock:

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from cudasmith.errors import UsageError
+from cudasmith.store.integrity import CANDIDATE_SELECT, masked_seed, verdict_mac
 from cudasmith.store.records import (
     CacheKey,
     CallRecord,
@@ -49,9 +50,6 @@ COMPLETION_COLUMNS = (
     "cost_usd",
     "latency_s",
     "extra",
-)
-_CANDIDATE_SELECT = (
-    "SELECT c.*, v.verdict AS verdict_json FROM candidates c LEFT JOIN verdicts v ON v.id = c.verdict_id"
 )
 
 
@@ -135,6 +133,8 @@ class RunStore:
         run.id = run.id or new_run_id(run.kind)
         run.created_at = run.updated_at = now_iso(STORE_TIMESPEC)
         columns = {k: v for k, v in asdict(run).items() if k not in ("stop_reason", "summary")}
+        columns["secret_seed"] = masked_seed(run.secret_seed, run.id)  # never in clear in the file
+        columns["seed_masked"] = 1
         for name in ("models", "options", "versions"):
             columns[name] = _dumps(columns[name])
         with self._write() as db:
@@ -257,7 +257,7 @@ class RunStore:
             columns[name] = _dumps(value) if name in ("parents", "parse", "meta") else value
         with self._write() as db:
             _insert(db, "candidates", columns, ignore=True)
-        rows = self._rows(f"{_CANDIDATE_SELECT} WHERE c.run_id = ? AND c.key = ?", run_id, key)
+        rows = self._rows(f"{CANDIDATE_SELECT} WHERE c.run_id = ? AND c.key = ?", run_id, key)
         return CandidateRecord.from_row(rows[0])
 
     def update_candidate(self, candidate_id: int, **fields: Any) -> None:
@@ -274,14 +274,14 @@ class RunStore:
 
     def candidate(self, candidate_id: int) -> CandidateRecord:
         """One candidate with its verdict."""
-        rows = self._rows(f"{_CANDIDATE_SELECT} WHERE c.id = ?", candidate_id)
+        rows = self._rows(f"{CANDIDATE_SELECT} WHERE c.id = ?", candidate_id)
         if not rows:
             raise UsageError(f"no candidate {candidate_id} in {self.path}")
         return CandidateRecord.from_row(rows[0])
 
     def candidates(self, run_id: str) -> list[CandidateRecord]:
         """A run's candidates in the order they were made, each with its verdict (None until judged)."""
-        rows = self._rows(f"{_CANDIDATE_SELECT} WHERE c.run_id = ? ORDER BY c.id", run_id)
+        rows = self._rows(f"{CANDIDATE_SELECT} WHERE c.run_id = ? ORDER BY c.id", run_id)
         return [CandidateRecord.from_row(r) for r in rows]
 
     def record_verdict(
@@ -295,21 +295,22 @@ class RunStore:
     ) -> int:
         """Store a verdict the judge just gave (the evaluation cache's entry) and its baseline times, and
         link it to the candidate; returns the verdict's id."""
+        columns = {
+            "code_hash": code_hash,
+            **asdict(key),
+            "run_id": run_id,
+            "status": verdict["status"],
+            "speedup": verdict.get("speedup"),
+            "verdict": json.dumps(verdict),
+        }
         with self._write() as db:
-            verdict_id = _insert(
-                db,
-                "verdicts",
-                {
-                    "code_hash": code_hash,
-                    **asdict(key),
-                    "run_id": run_id,
-                    "status": verdict["status"],
-                    "speedup": verdict.get("speedup"),
-                    "verdict": json.dumps(verdict),
-                    "wall_s": wall_s,
-                    "created_at": now_iso(STORE_TIMESPEC),
-                },
-            )
+            row = {
+                **columns,
+                "mac": verdict_mac(columns),
+                "wall_s": wall_s,
+                "created_at": now_iso(STORE_TIMESPEC),
+            }
+            verdict_id = _insert(db, "verdicts", row)
             for config in verdict.get("configs", []):
                 for name, timed in (config.get("baselines") or {}).items():
                     if timed.get("time_ms") is None:
@@ -334,17 +335,19 @@ class RunStore:
         return verdict_id
 
     def cached_verdict(self, code_hash: str, key: CacheKey) -> VerdictRecord | None:
-        """The latest verdict on this exact code under the same task, device, judge and options."""
+        """The latest verdict on this exact code under the same task, device, judge and options that the
+        judge vouches for (rows failing their MAC are never reused)."""
         rows = self._rows(
             "SELECT * FROM verdicts WHERE code_hash = ? AND task_version = ? AND device_name = ? "
-            "AND harness_version = ? AND judge_options = ? ORDER BY id DESC LIMIT 1",
+            "AND harness_version = ? AND judge_options = ? ORDER BY id DESC",
             code_hash,
             key.task_version,
             key.device_name,
             key.harness_version,
             key.judge_options,
         )
-        return VerdictRecord.from_row(rows[0]) if rows else None
+        intact = (record for record in map(VerdictRecord.from_row, rows) if not record.tampered)
+        return next(intact, None)
 
     def use_cached_verdict(self, candidate_id: int, verdict_id: int) -> None:
         """Give a candidate a verdict from the cache (no judging happened for it)."""

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cudasmith.harness.sandbox import NOT_ISOLATED
 from cudasmith.harness.verdict import STATUSES, geometric_mean
 from cudasmith.store.rules import rule_broken
 
@@ -175,6 +176,8 @@ class Summary:
     claimed_correct: int | None = None
     held_up: int | None = None
     claimed_fell: dict[str, int] = field(default_factory=dict)
+    # Verdicts whose candidate ran without a filesystem sandbox (harness/sandbox.py).
+    not_isolated: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -228,4 +231,12 @@ def summarize(attempts: list[Attempt], cost: Cost | None = None) -> Summary:
         claimed_correct=len(claimed) if any_claims else None,
         held_up=sum(a.correct for a in claimed) if any_claims else None,
         claimed_fell=dict(Counter(_fell(a) for a in claimed if not a.correct).most_common()),
+        not_isolated=sum(filesystem_not_isolated(a.verdict) for a in attempts),
     )
+
+
+def filesystem_not_isolated(verdict: dict[str, Any]) -> bool:
+    """Whether the candidate's worker ran with no filesystem sandbox (verdicts from before there was one,
+    or never run in a worker, do not count)."""
+    filesystem = (verdict.get("isolation") or {}).get("filesystem")
+    return isinstance(filesystem, str) and filesystem.startswith(NOT_ISOLATED)

@@ -8,6 +8,8 @@ import sqlite3
 from dataclasses import astuple, dataclass, field
 from typing import Any, Protocol
 
+from cudasmith.store.integrity import TAMPERED, masked_seed, split_joined, stored_verdict
+
 
 def code_hash(source: str) -> str:
     """The identity of a candidate's code for the evaluation cache: a hash of the exact file."""
@@ -56,6 +58,8 @@ class Run:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Run:
         data = dict(row)
+        if data.pop("seed_masked", 0):
+            data["secret_seed"] = masked_seed(data["secret_seed"], data["id"])
         for name, default in (("models", []), ("options", {}), ("versions", {}), ("summary", None)):
             data[name] = _json(data[name], default)
         return cls(**data)
@@ -200,11 +204,12 @@ class CandidateRecord:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> CandidateRecord:
         data = dict(row)
-        verdict = data.pop("verdict_json", None)
+        columns, mac = split_joined(data)
+        verdict = None if columns is None else stored_verdict(columns, mac)
         for name, default in (("parents", []), ("parse", {}), ("meta", {}), ("verifier", None)):
             data[name] = _json(data[name], default)
         data["verdict_cached"] = bool(data["verdict_cached"])
-        return cls(**data, verdict=_json(verdict))
+        return cls(**data, verdict=verdict)
 
     @property
     def status(self) -> str | None:
@@ -228,7 +233,13 @@ class VerdictRecord:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> VerdictRecord:
         data = {k: row[k] for k in ("id", "code_hash", "status", "speedup", "wall_s", "run_id", "created_at")}
-        return cls(**data, verdict=json.loads(row["verdict"]))
+        verdict = stored_verdict(dict(row), row["mac"])
+        return cls(**{**data, "status": verdict["status"]}, verdict=verdict)
+
+    @property
+    def tampered(self) -> bool:
+        """Whether the row fails its MAC (its content is not shown, nor reused)."""
+        return self.status == TAMPERED
 
 
 @dataclass

@@ -66,6 +66,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
         r"file descriptors",
     ),
     ("networking", "reaching the network", r"networking"),
+    ("sandbox-write", "writing outside its scratch folder", r"sandbox-write"),
+    ("sandbox-read", "reading files outside what it needs", r"sandbox-read"),
     ("signals", "handling signals", r"handling signals"),
 )
 RULE_TITLES = {rule: title for rule, title, _ in RULES}

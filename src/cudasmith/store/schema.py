@@ -123,5 +123,11 @@ CREATE TABLE events (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# Version 2: verdict rows carry the judge's MAC (store/integrity.py), and run seeds are kept masked.
+_V2 = """
+ALTER TABLE verdicts ADD COLUMN mac TEXT;
+ALTER TABLE runs ADD COLUMN seed_masked INTEGER NOT NULL DEFAULT 0;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,125 @@
+"""A candidate worker's files, seen from the parent: its scratch folder, its policy, its sealed builds.
+
+Each candidate worker gets a private scratch folder (its TMPDIR and HOME, removed when it ends) and a
+sandbox policy (sandbox.py) that lets it write there, into shared memory and into the build cache's
+per-solution folders (`runtime.cache.extension_root`); once it knows its solution it narrows that to its
+own folder (candidate.py). The solution is copied into the scratch folder, so the folder it came from,
+and the files beside it, stay out of reach.
+
+A build folder is sealed by the parent after each worker that used it (an HMAC of every file's name and
+content, runtime/seal.py), and checked before the next worker loads the solution: a folder changed by
+anyone else in between is deleted, and the solution builds again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from cudasmith.harness import sandbox
+from cudasmith.runtime import seal
+from cudasmith.runtime.cache import (
+    BUILD_DIR_ENV,
+    BUILT_KINDS,
+    CACHE_KINDS,
+    cache_root,
+    extension_root,
+    extensions_base,
+)
+
+# The file in a build folder that holds its seal.
+SEAL_FILE = ".cudasmith-seal"
+SEAL_PURPOSE = "build-folder"
+# Where the run store lives by default, relative to the working folder (store.db's DEFAULT_STORE).
+DEFAULT_STORE_FOLDER = "runs"
+STORE_ENV = "CUDASMITH_STORE"
+
+
+def build_folder(solution: Path) -> Path:
+    """The build cache's folder of one solution (by content)."""
+    return extension_root(solution.read_text(errors="replace"), os.environ.get("TORCH_EXTENSIONS_DIR"))
+
+
+def _manifest(folder: Path) -> str:
+    entries = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        if path.name == SEAL_FILE:
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        entries.append([str(path.relative_to(folder)), digest])
+    links = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_symlink())
+    return json.dumps({"files": entries, "links": links})
+
+
+def seal_folder(folder: Path) -> None:
+    """Record what a build folder holds now, under the judge's key."""
+    if folder.is_dir():
+        (folder / SEAL_FILE).write_text(seal.mac(SEAL_PURPOSE, str(folder), _manifest(folder)))
+
+
+def folder_intact(folder: Path) -> bool:
+    """Whether a build folder holds exactly what was sealed (an absent folder is intact: nothing to trust)."""
+    if not folder.exists():
+        return True
+    try:
+        recorded = (folder / SEAL_FILE).read_text()
+    except OSError:
+        return False
+    return seal.verify(recorded, SEAL_PURPOSE, str(folder), _manifest(folder))
+
+
+class Scratch:
+    """One candidate worker's scratch folder and policy, made before it starts and removed after."""
+
+    def __init__(self, problem: Path) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="cudasmith-scratch-"))
+        for name in ("tmp", "home", "cache", "solution"):
+            (self.root / name).mkdir()
+        builds = extensions_base(os.environ.get("TORCH_EXTENSIONS_DIR"))
+        builds.mkdir(parents=True, exist_ok=True)
+        store = os.environ.get(STORE_ENV)
+        # The cache's measurements stay unread; its compiled kernels are read (the judge's own, such as the
+        # perturbation, load from there), never written: a candidate writes into its build folder only.
+        unread = [cache_root() / kind for kind in CACHE_KINDS if kind not in (*BUILT_KINDS, "extensions")]
+        hide = (*unread, seal.key_path().parent, Path.cwd() / DEFAULT_STORE_FOLDER)
+        hide += (Path(store).resolve().parent,) if store else ()
+        shared = tuple(cache_root() / kind for kind in BUILT_KINDS)
+        policy = sandbox.make_policy(self.root, problem, hide, shared)
+        self.policy = sandbox.Policy(policy.scratch, policy.read, (*policy.write, str(builds)), policy.hide)
+        self.build: Path | None = None
+
+    def env(self) -> dict[str, str]:
+        """The worker's variables: its policy, and every temporary or cache folder pointed into scratch."""
+        return {
+            sandbox.POLICY_ENV: self.policy.to_json(),
+            "TMPDIR": str(self.root / "tmp"),
+            "HOME": str(self.root / "home"),
+            "XDG_CACHE_HOME": str(self.root / "cache"),
+            "CUDA_CACHE_PATH": str(self.root / "cache" / "nv"),
+            # What the judge's own code compiles in the worker before the solution loads (the timing
+            # kernels, the perturbation) is built here: the shared cache is read-only to the worker, and
+            # the key that vouches for what is in it is out of its reach. The load moves this to the
+            # solution's own build folder (candidate.set_build_environment).
+            BUILD_DIR_ENV: str(self.root / "build"),
+            # The worker finds the build cache where this process does, though its HOME moved.
+            "CUDASMITH_CACHE": str(cache_root()),
+        }
+
+    def stage(self, solution: Path) -> Path:
+        """Copy the solution in, and check its build folder's seal (deleting a folder that fails it)."""
+        self.build = build_folder(solution)
+        if not folder_intact(self.build):
+            shutil.rmtree(self.build, ignore_errors=True)
+        staged = self.root / "solution" / solution.name
+        shutil.copyfile(solution, staged)
+        return staged
+
+    def remove(self) -> None:
+        """Seal what the worker built, and delete the scratch folder."""
+        if self.build is not None:
+            seal_folder(self.build)
+        shutil.rmtree(self.root, ignore_errors=True)
