@@ -147,6 +147,7 @@ def test_a_hidden_config_that_would_leak_is_refused(tmp_path: Path) -> None:
         PromptBuilder().build(load_problem(leaky), "cpu")
 
 
+@pytest.mark.slow
 def test_refinement_prompt_shows_parent_verdict_and_mismatch() -> None:
     solution = SOLUTIONS / "softmax_cpu_unnormalised.py"
     verdict = cudasmith.evaluate(

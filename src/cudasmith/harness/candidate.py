@@ -44,7 +44,8 @@ from cudasmith.tasks.inputs import build_model, input_tensors, make_init_inputs
 from cudasmith.tasks.parameters import NO_PARAMETERS, draw_into, drawn_values, has_parameters, matching
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import TimingPlan
 
 # A kernel's name in a reason is cut to this many characters (C++ template names run to thousands).
 KERNEL_NAME_CHARS = 160

@@ -38,7 +38,8 @@ from cudasmith.tasks.inputs import (
 from cudasmith.tasks.parameters import draw_into, drawn_values
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import TimingPlan
 
 # Reference outputs kept on the device for the session, at most this share of its memory (or, on the
 # CPU, this many bytes); the least recently used go first.
@@ -283,7 +284,7 @@ class ReferenceWorker:
         return {"ok": True, "measurement": summary}
 
     def peaks(self, request: dict[str, Any]) -> dict[str, Any]:
-        from cudasmith.device import ensure_peaks
+        from cudasmith.device.speed_of_light import ensure_peaks
 
         peaks = ensure_peaks(self.device, remeasure=bool(request.get("remeasure")))
         return {"ok": True, "peaks": peaks.to_dict()}

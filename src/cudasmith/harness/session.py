@@ -38,7 +38,7 @@ from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import Hold, lease_for
 from cudasmith.harness.memory import too_large
 from cudasmith.harness.messages import InputSpec
-from cudasmith.harness.options import EvalOptions, Progress
+from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S, EvalOptions, Progress
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
 from cudasmith.harness.screen import screen
@@ -50,9 +50,8 @@ from cudasmith.tasks.problem import Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
 
-# The judge's own requests: loading and describing the problem; computing and comparing outputs
-# (float64 references of large configs take seconds on a CPU); measuring the device (first time only).
-JUDGE_LOAD_TIMEOUT_S = 300.0
+# The judge's own requests: computing and comparing outputs (float64 references of large configs take
+# seconds on a CPU); measuring the device (first time only). Loading the problem: PROBLEM_LOAD_TIMEOUT_S.
 JUDGE_CALL_TIMEOUT_S = 600.0
 PEAKS_TIMEOUT_S = 300.0
 
@@ -187,7 +186,7 @@ class Judge:
             (self._describe_id, "describing the configs"),
         ):
             try:
-                reply, _ = self._judge.wait(request_id, JUDGE_LOAD_TIMEOUT_S, what)
+                reply, _ = self._judge.wait(request_id, PROBLEM_LOAD_TIMEOUT_S, what)
             except WorkerFailure as failure:
                 raise self._reference_failed(failure) from None
             if not reply.get("ok"):
