@@ -234,7 +234,7 @@ def prepare_like_a_worker(device: str) -> None:
 
 def child_measure(kernels: tuple[Kernel, ...], device: str, quick: bool) -> dict[str, Any]:
     """Every kernel by every timer, in this process."""
-    from cudasmith.timing.protocol import measure
+    from cudasmith.timing.measure import measure
 
     try:
         from triton.testing import do_bench
@@ -275,7 +275,7 @@ def child_sensitivity(
     kernels: tuple[Kernel, ...], names: tuple[str, ...], device: str, quick: bool, runs: int
 ) -> dict[str, Any]:
     """For each kernel named: in how many of `runs` comparisons the +5 % variant is slower, intervals apart."""
-    from cudasmith.timing.protocol import measure
+    from cudasmith.timing.measure import measure
 
     results = {}
     for kernel in (k for k in kernels if k.name in names):

@@ -75,6 +75,7 @@ def openai_env(server: FakeLLMServer) -> dict[str, str]:
     return {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": KEY}
 
 
+@pytest.mark.slow
 def test_ask_judges_every_answer_and_the_run_replays(server: FakeLLMServer, tmp_path: Path) -> None:
     server.push(Reply(openai_body(*ANSWERS, prompt_tokens=3000, completion_tokens=900)))
     model = ["--model", "openai:fake-coder", "-n", "3"]

@@ -19,6 +19,7 @@ def test_baseline_names_are_checked_and_eager_always_comes_first() -> None:
         parse_baselines("cudnn")
 
 
+@pytest.mark.slow
 def test_expert_is_timed_like_eager_in_the_session_each_time() -> None:
     problem = PROBLEMS / "add_with_expert.py"
     first = evaluate(SOLUTIONS / "vector_add_cpu.py", problem=problem, **ON_CPU)
@@ -40,6 +41,7 @@ def test_expert_is_timed_like_eager_in_the_session_each_time() -> None:
     assert later.get("previous_session", {}).get("time_ms") in (None, config.baselines["expert"]["time_ms"])
 
 
+@pytest.mark.slow
 def test_a_time_under_the_roofline_floor_is_rejected_as_impossible() -> None:
     verdict = evaluate(
         SOLUTIONS / "vector_add_cpu.py", problem=PROBLEMS / "add_claims_a_terabyte.py", **ON_CPU

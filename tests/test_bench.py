@@ -11,10 +11,10 @@ import pytest
 
 from cudasmith.bench.folder import BenchResult, bench_folder
 from cudasmith.harness.options import EvalOptions
-from cudasmith.report.metrics import speedup_of
-from cudasmith.report.rules import rule_broken
-from cudasmith.report.runs import RunView, load_run
 from cudasmith.store import CandidateRecord, RunStore
+from cudasmith.store.metrics import speedup_of
+from cudasmith.store.rules import rule_broken
+from cudasmith.store.runs import RunView, load_run
 
 from conftest import EXAMPLES, run_cli
 from solution_folders import fake_kernelbench, solution
@@ -126,6 +126,7 @@ def test_the_bench_command_prints_the_summary(suite_bench: tuple[Path, Path, Ben
     assert "rejected      level1/relu in_place.py: input-mutation" in done.stderr.replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_a_kernelbench_run_is_rejudged_against_its_checkout(tmp_path: Path) -> None:
     checkout = fake_kernelbench(tmp_path / "KernelBench-checkout")
     run = tmp_path / "runs" / "level1_run"
@@ -165,6 +166,7 @@ def test_a_kernelbench_run_is_rejudged_against_its_checkout(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.slow
 def test_bad_bench_input_is_one_line(tmp_path: Path) -> None:
     done = run_cli("bench", str(tmp_path / "missing"), "--device", "cpu", "--store", str(tmp_path / "r.db"))
     assert done.returncode == 2 and done.stderr.startswith("error: solution folder not found")

@@ -15,8 +15,8 @@ from cudasmith.errors import UsageError
 from cudasmith.harness.options import EvalOptions
 from cudasmith.llm import load_llm_config
 from cudasmith.report.export import trajectory_rows
-from cudasmith.report.runs import load_run, task_runs
 from cudasmith.store import RunStore
+from cudasmith.store.runs import load_run, task_runs
 
 from conftest import run_cli
 from fake_llm import FakeLLMServer, Reply, openai_body
@@ -106,6 +106,7 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
     assert len(server.seen) == 2
 
 
+@pytest.mark.slow
 def test_model_and_folder_options_do_not_mix(tmp_path: Path) -> None:
     store = ["--store", str(tmp_path / "runs.db"), "--device", "cpu"]
     both = run_cli("bench", str(tmp_path), "--model", MODEL, "--task", "level1/relu", *store)

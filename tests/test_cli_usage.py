@@ -116,6 +116,7 @@ def test_load_peaks_answers_for_the_cpu_and_refuses_a_missing_gpu(
         cudasmith.load_peaks("cuda")
 
 
+@pytest.mark.slow
 @needs_no_gpu
 def test_the_python_api_says_when_it_judged_on_the_cpu_by_default() -> None:
     verdict = cudasmith.evaluate(SOLUTIONS / "vector_add_cpu.py", task="level1/vector_add", timing=False)
@@ -141,6 +142,7 @@ def test_time_limits_must_be_positive(flag: str, value: str, message: str) -> No
     assert message in one_line_error(*args, flag, value)
 
 
+@pytest.mark.slow
 def test_time_limit_ends_a_forward_that_never_returns() -> None:
     result = run_cli(
         "eval",
@@ -194,6 +196,7 @@ def test_time_limits_reach_the_harness_options(monkeypatch: pytest.MonkeyPatch) 
     )
 
 
+@pytest.mark.slow
 def test_listed_names_are_taken_by_every_command_with_the_same_from(checkout: Path) -> None:
     listed = json.loads(invoke("tasks", "--from", str(checkout), "--json")[1])["tasks"]
     assert [row["name"] for row in listed] == ["kernelbench/level1/19_Add"]

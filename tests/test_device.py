@@ -44,6 +44,7 @@ def test_cpu_properties_name_their_units() -> None:
     assert found["memory_bytes"] > 0 and "last_level_cache_bytes" in found
 
 
+@pytest.mark.slow
 def test_device_command_measures_once_and_prints_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,24 +90,23 @@ def _measured(bandwidth: float, fp32: float) -> DevicePeaks:
 def test_peaks_are_the_best_of_repeats_and_an_unconfirmed_best_is_not_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cudasmith.device as device
     from cudasmith.device import speed_of_light
 
     monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
     quiet = iter([_measured(100.0, 1.0), _measured(98.0, 1.2), _measured(99.0, 0.9)])
     monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(quiet))
-    best = device.ensure_peaks("cpu", remeasure=True)
+    best = speed_of_light.ensure_peaks("cpu", remeasure=True)
     assert best.memory_gb_per_s == 100.0 and best.matrix_tflops["float32"] == 1.2
     assert load_peaks("cpu", name="CPU") == best  # repeats agree: cached
     # A lone best, never confirmed within 10 % by the 5 measurements allowed: used, not cached.
     busy = iter([_measured(130.0, 1.0), _measured(40.0, 1.0), _measured(90.0, 1.0), _measured(60.0, 1.0),
                  _measured(100.0, 1.0), _measured(1000.0, 9.0)])  # fmt: skip
     monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(busy))
-    again = device.ensure_peaks("cpu", remeasure=True)
+    again = speed_of_light.ensure_peaks("cpu", remeasure=True)
     assert again.memory_gb_per_s == 130.0 and next(busy).memory_gb_per_s == 1000.0  # five, not six
     assert load_peaks("cpu", name="CPU") == best  # the noisy set replaced nothing on disk
     # A burst far above the rest is confirmed by a second one within 10 %: cached.
     bursts = iter([_measured(70.0, 1.0), _measured(44.0, 1.0), _measured(44.5, 1.0), _measured(68.0, 1.0)])
     monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(bursts))
-    confirmed = device.ensure_peaks("cpu", remeasure=True)
+    confirmed = speed_of_light.ensure_peaks("cpu", remeasure=True)
     assert confirmed.memory_gb_per_s == 70.0 and load_peaks("cpu", name="CPU") == confirmed

@@ -22,6 +22,7 @@ def quick(solution: str, task: str = "level1/vector_add", **overrides: object) -
     return evaluate(SOLUTIONS / solution, task=task, **{**QUICK, **overrides})
 
 
+@pytest.mark.slow
 def test_quickstart_command_prints_one_correct_json_object() -> None:
     result = run_cli(
         "eval", str(EXAMPLES / "softmax_cpu.py"), "--task", "level1/softmax", "--device", "cpu", "--json"
@@ -37,6 +38,7 @@ def test_quickstart_command_prints_one_correct_json_object() -> None:
     assert verdict["skipped_configs"], "the largest softmax config is too big for a CPU run"
 
 
+@pytest.mark.slow
 def test_wrong_kernel_is_incorrect_with_exit_code_1() -> None:
     result = run_cli(
         "eval",
@@ -61,6 +63,7 @@ def test_wrong_kernel_is_incorrect_with_exit_code_1() -> None:
     assert cudasmith.Verdict.from_dict(verdict).configs[1].status == "not_checked"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -92,6 +95,7 @@ def test_bad_usage_gives_one_line_error_and_exit_code_2(args: list[str], message
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_kernelbench_format_problem_evaluates() -> None:
     verdict = evaluate(
         SOLUTIONS / "vector_add_cpu.py", problem=PROBLEMS / "kernelbench_style_add.py", device="cpu"
@@ -102,6 +106,7 @@ def test_kernelbench_format_problem_evaluates() -> None:
     assert verdict.configs[0].speedup is not None
 
 
+@pytest.mark.slow
 def test_honest_kernel_is_correct_on_every_config_and_seed() -> None:
     verdict = quick("vector_add_cpu.py")
     assert verdict.status == "correct", verdict.reason
@@ -110,6 +115,7 @@ def test_honest_kernel_is_correct_on_every_config_and_seed() -> None:
     assert verdict.device.endswith("cores)")
 
 
+@pytest.mark.slow
 def test_dropping_the_tail_is_caught_only_where_sizes_are_odd() -> None:
     verdict = quick("vector_add_misses_tail.py")
     assert verdict.status == "incorrect"
@@ -117,6 +123,7 @@ def test_dropping_the_tail_is_caught_only_where_sizes_are_odd() -> None:
     assert statuses[0] == "incorrect"  # n = 1000 is not a multiple of 32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("solution", "status", "words"),
     [
@@ -160,6 +167,7 @@ def test_a_solution_that_cannot_load_gets_one_line_and_no_judge_traceback(
     assert "CandidateFault" not in out.getvalue() and "traceback" not in out.getvalue()
 
 
+@pytest.mark.slow
 def test_a_problem_too_large_for_the_worker_says_its_size_and_the_option_once() -> None:
     # A worker with torch imported fits in 0.75 GiB; 512 MiB of inputs and 256 MiB of output do not.
     solution, problem = str(SOLUTIONS / "vector_add_cpu.py"), str(PROBLEMS / "add_256mib.py")
@@ -178,12 +186,14 @@ def test_a_compile_error_keeps_the_whole_compiler_log() -> None:
     assert "missing" in verdict.artifacts["compile_log"] and "error" in verdict.artifacts["compile_log"]
 
 
+@pytest.mark.slow
 def test_a_forward_that_never_returns_times_out_and_is_killed() -> None:
     verdict = quick("loops_forever.py", call_timeout_s=5.0, first_call_extra_s=0.0)
     assert verdict.status == "timeout"
     assert "no answer within 5 s" in verdict.reason
 
 
+@pytest.mark.slow
 def test_verdict_json_round_trips_and_hides_hidden_configs() -> None:
     verdict = quick("vector_add_cpu.py")
     data = json.loads(json.dumps(verdict.to_dict()))
@@ -193,6 +203,7 @@ def test_verdict_json_round_trips_and_hides_hidden_configs() -> None:
     assert str(problem.hidden_configs[0]["n"]) not in json.dumps(data)
 
 
+@pytest.mark.slow
 def test_same_seed_reproduces_the_same_errors() -> None:
     first = evaluate(EXAMPLES / "softmax_cpu.py", task="level1/softmax", options=EvalOptions(**QUICK, seed=7))
     second = evaluate(

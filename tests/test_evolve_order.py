@@ -13,7 +13,7 @@ from cudasmith.search.config import EvolveConfig, OptimizeConfig
 from cudasmith.search.hardware import describe_hardware
 from cudasmith.search.prompts import PromptBuilder
 from cudasmith.search.strategies import STRATEGIES, SearchContext
-from cudasmith.search.strategies.base import Candidate, Proposal
+from cudasmith.search.strategies.base import Proposal, SearchCandidate
 from cudasmith.tasks.problem import load_problem
 
 from conftest import PROBLEMS
@@ -38,7 +38,7 @@ def lineage(order_seed: int, lanes: int = 1, view_lag: int | None = None) -> lis
     context.lanes = lanes
     strategy = STRATEGIES["evolve"](context)
     shuffle = random.Random(order_seed)
-    in_air: list[tuple[Proposal, list[Candidate]]] = []
+    in_air: list[tuple[Proposal, list[SearchCandidate]]] = []
     made: list[tuple[object, ...]] = []
     ids = iter(range(1, 10_000))
     while strategy.finished() is None:
@@ -50,7 +50,7 @@ def lineage(order_seed: int, lanes: int = 1, view_lag: int | None = None) -> lis
             # Answers come at once, in the order asked: ids are given then; only verdicts are shuffled.
             sources = proposal.sources or (f"# code of {proposal.key}\n",)
             candidates = [
-                Candidate(
+                SearchCandidate(
                     next(ids),
                     proposal.key,
                     proposal.round,
@@ -90,7 +90,9 @@ def test_a_proposal_waits_for_the_verdicts_its_view_needs() -> None:
     [first] = strategy.propose(limit=4)
     strategy.proposed(first)
     assert strategy.propose(limit=4) == [], "with no lag, the next proposal needs the first's verdict"
-    candidate = Candidate(1, first.key, 0, first.operator, source="# code\n", verdict=verdict_for("x/1"))
+    candidate = SearchCandidate(
+        1, first.key, 0, first.operator, source="# code\n", verdict=verdict_for("x/1")
+    )
     context.candidates[1] = candidate
     strategy.settled(first, [candidate])
     [second] = strategy.propose(limit=4)

@@ -101,6 +101,7 @@ def test_criteria_are_judged_per_duration_class(fidelity: ModuleType) -> None:
     assert costs[3].split() == ["add_8m", "0.350", "–", "–", "–", "–"]
 
 
+@pytest.mark.slow
 def test_a_quick_cpu_run_prints_the_table_last(tmp_path: Path) -> None:
     out = tmp_path / "fidelity.json"
     command = [sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--processes", "1"]

@@ -14,9 +14,9 @@ from cudasmith.errors import UsageError
 from cudasmith.harness import sandbox
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.scratch import folder_intact, seal_folder
-from cudasmith.report.runs import load_run
 from cudasmith.runtime import seal
 from cudasmith.store import CacheKey, RunStore
+from cudasmith.store.runs import load_run
 
 from conftest import run_cli
 from stored_runs import bench_of_files
@@ -80,7 +80,6 @@ def test_device_peaks_that_fail_their_mac_are_measured_again_and_sealed_anew(
 ) -> None:
     """Peaks rewritten by hand (x1000: every % of speed of light falls) are not loaded, and the next
     session measures them again (issue 28), caching the new measurement under a fresh MAC."""
-    from cudasmith import device
     from cudasmith.device import DevicePeaks, load_peaks, save_peaks, software_versions, speed_of_light
     from cudasmith.hardware import device_name
 
@@ -96,9 +95,9 @@ def test_device_peaks_that_fail_their_mac_are_measured_again_and_sealed_anew(
     assert load_peaks("cpu") is None
     measurements = [peaks(51.0), peaks(50.5), peaks(50.8)]
     monkeypatch.setattr(speed_of_light, "measure_peaks", lambda _device: measurements.pop(0))
-    assert device.ensure_peaks("cpu").memory_gb_per_s == 51.0
+    assert speed_of_light.ensure_peaks("cpu").memory_gb_per_s == 51.0
     assert measurements == [], "measured again, each repeat"
-    assert load_peaks("cpu") == device.ensure_peaks("cpu") == peaks(51.0), "cached again, sealed"
+    assert load_peaks("cpu") == speed_of_light.ensure_peaks("cpu") == peaks(51.0), "cached again, sealed"
 
 
 def test_a_sealed_document_opens_only_with_its_mac_and_purpose() -> None:

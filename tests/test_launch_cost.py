@@ -63,6 +63,7 @@ def test_baseline_times_kept_on_disk_are_keyed_by_the_launch_cost(
     assert bare._path("eager", {"n": 1000}) == bare._path("eager", {"n": 1000})
 
 
+@pytest.mark.slow
 def test_device_json_on_the_cpu_has_no_launch_cost(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "cudasmith", "device", "--device", "cpu", "--json", "--no-measure"],
@@ -75,6 +76,7 @@ def test_device_json_on_the_cpu_has_no_launch_cost(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["launch_cost"] is None
 
 
+@pytest.mark.slow
 def test_the_ncu_program_refuses_to_run_without_its_flag() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "cudasmith.device.launch_cost"], capture_output=True, text=True, timeout=120

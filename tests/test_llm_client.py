@@ -65,6 +65,7 @@ def test_one_budget_is_shared_by_clients() -> None:
         budget.check()
 
 
+@pytest.mark.slow
 def test_the_concurrency_limit_holds(server: FakeLLMServer) -> None:
     server.default = Reply(anthropic_body("x"), delay_s=0.2)
     client = make_client("anthropic:fake-claude", settings(server, max_concurrency=2))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cudasmith.harness.screen import screen
-from cudasmith.report.metrics import (
+from cudasmith.store.metrics import (
     Attempt,
     Cost,
     fast_p,
@@ -21,7 +21,7 @@ from cudasmith.report.metrics import (
     sol_pct_of,
     summarize,
 )
-from cudasmith.report.rules import OTHER_RULE, caught_by, rule_broken
+from cudasmith.store.rules import OTHER_RULE, caught_by, rule_broken
 
 EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 

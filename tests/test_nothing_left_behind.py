@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from test_optimize import FAST, answer, environment, fenced, server  # noqa: F401 (a fixture)
 
 from conftest import PROBLEMS, SOLUTIONS
@@ -83,10 +85,12 @@ def bench_command(tmp_path: Path) -> list[str]:
     return [*command, "--seeds", "1", "--no-timing", "--store", str(tmp_path / "runs.db")]
 
 
+@pytest.mark.slow
 def test_sigkill_of_bench_leaves_no_process(tmp_path: Path) -> None:
     assert kill_in_the_middle(bench_command(tmp_path), dict(os.environ)) == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_of_bench_says_how_to_resume_and_leaves_no_process(tmp_path: Path) -> None:
     stderr = tmp_path / "stderr.txt"
     assert kill_in_the_middle(bench_command(tmp_path), dict(os.environ), signal.SIGINT, stderr) == []
@@ -94,6 +98,7 @@ def test_ctrl_c_of_bench_says_how_to_resume_and_leaves_no_process(tmp_path: Path
     assert line.startswith("stopped bench ") and "0/2 judged" in line and "cudasmith bench --resume " in line
 
 
+@pytest.mark.slow
 def test_sigkill_of_optimize_leaves_no_process(server: FakeLLMServer, tmp_path: Path) -> None:  # noqa: F811
     forever = (SOLUTIONS / "loops_forever.py").read_text()
     server.push(answer(fenced(forever)), answer(fenced(FAST)), Reply(hang=True))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from cudasmith.harness.audit import Origins, trusted_roots
-from cudasmith.harness.observe import CpuEvent, OwnKernels, audit_kernels, audit_ops, demangle
+from cudasmith.harness.binaries import below_dispatcher, torch_below_dispatcher
+from cudasmith.harness.observe import OwnKernels, audit_kernels, audit_ops, demangle
+from cudasmith.harness.recording import CpuEvent
 from cudasmith.timing.activity import Activity
 
 
@@ -87,3 +90,22 @@ def test_measured_totals_classify_like_activities(tmp_path: Path) -> None:
     audit = audit_kernels({"add": {"kind": "kernel", "ns": 50, "calls": 5},
                            "ampere_sgemm_128x64_nn": {"kind": "kernel", "ns": 150, "calls": 5}}, own)  # fmt: skip
     assert audit.own_share() == 0.25 and "ampere_sgemm_128x64_nn" in audit.library
+
+
+def test_pytorch_below_the_dispatcher_is_named_unless_the_binary_defines_it(tmp_path: Path) -> None:
+    """Imported or dlsym'd ATen entry points below the dispatcher count; ATen's header templates compiled
+    into the library (defined there) and device facts do not."""
+    assert below_dispatcher("_ZN2at3cpu6mm_outERNS_6TensorERKS1_S4_")
+    assert below_dispatcher("_ZN2at4_ops4relu10redispatchEN3c1014DispatchKeySetERKNS_6TensorE")
+    assert below_dispatcher("_ZN3c1020enableRecordFunctionEb")
+    assert not below_dispatcher("_ZN2at4_ops4relu4callERKNS_6TensorE")  # through the dispatcher: recorded
+    assert not below_dispatcher("_ZN2at4cuda26getCurrentDevicePropertiesEv")
+    source = tmp_path / "lib.c"
+    source.write_text(
+        "void* dlsym(void*, const char*);\n"
+        'void* find(void) { return dlsym(0, "_ZN2at3cpu6mm_outERNS_6TensorERKS1_S4_"); }\n'
+        "void _ZN2at6native8own_helpEv(void) {}\n"
+    )
+    library = tmp_path / "lib.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
+    assert torch_below_dispatcher(library.read_bytes()) == ["_ZN2at3cpu6mm_outERNS_6TensorERKS1_S4_"]

@@ -80,6 +80,7 @@ def review(seen: Seen) -> Reply | None:
     return answer(json.dumps(opinion))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["local", "ray"])
 def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
     server: FakeLLMServer, tmp_path: Path, executor: str
@@ -152,6 +153,7 @@ def edit(replacement: str) -> str:
     return f"<<<<<<< SEARCH\nclass ModelNew(nn.Module):\n=======\n{replacement}\nclass ModelNew(nn.Module):\n>>>>>>> REPLACE\n"
 
 
+@pytest.mark.slow
 def test_evolve_runs_two_islands_migrates_and_judges_no_duplicate(
     server: FakeLLMServer, tmp_path: Path
 ) -> None:
@@ -210,6 +212,7 @@ def _verdicts_stored(store: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_repeats_no_stored_call_and_no_stored_verdict(
     server: FakeLLMServer, tmp_path: Path
 ) -> None:

@@ -4,6 +4,7 @@ and refinement feedback from real verdicts."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +22,7 @@ from cudasmith.search.feedback import (
 from cudasmith.search.hardware import Hardware, describe_hardware, gpu_facts, measured_facts, peak_figures
 from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.tasks import list_task_names, load_task
+from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.problem import load_problem
 
 from conftest import PROBLEMS, SOLUTIONS
@@ -51,7 +53,9 @@ def test_prompts_show_public_configs_and_never_hidden_ones(task: str) -> None:
     assert "HIDDEN_CONFIGS" not in text
     for config in problem.configs:
         assert json.dumps(config) in text
-    for config in problem.hidden_configs:
+    for config in problem.hidden_configs:  # as declared (ranges), and as a session draws them
+        assert repr(config) not in text
+    for config in for_session(problem, 7).hidden_configs:
         assert json.dumps(config) not in text and repr(config) not in text
     assert "class Model(nn.Module)" in text
     assert problem.description in text
@@ -133,14 +137,17 @@ def test_user_templates_replace_the_built_in_ones(tmp_path: Path) -> None:
 
 
 def test_a_hidden_config_that_would_leak_is_refused(tmp_path: Path) -> None:
+    """A fixed hidden config (KernelBench's way) that the problem's own text names is refused."""
     source = (Path(load_task("level1/vector_add").path)).read_text()
-    hidden = load_task("level1/vector_add").hidden_configs[0]
+    hidden = {"n": 3000017}
+    source = re.sub(r"HIDDEN_CONFIGS = .*", f"HIDDEN_CONFIGS = [{hidden!r}]", source)
     leaky = tmp_path / "leaky.py"
     leaky.write_text(f'"""Adds vectors; try {json.dumps(hidden)} too."""\n' + source.split('"""', 2)[2])
     with pytest.raises(ProblemError, match="would show a hidden config"):
         PromptBuilder().build(load_problem(leaky), "cpu")
 
 
+@pytest.mark.slow
 def test_refinement_prompt_shows_parent_verdict_and_mismatch() -> None:
     solution = SOLUTIONS / "softmax_cpu_unnormalised.py"
     verdict = cudasmith.evaluate(
@@ -219,5 +226,5 @@ def test_hidden_configs_are_promised_only_where_the_problem_has_them() -> None:
     assert "random inputs of the shapes shown" in text and "must hold for any valid shape" in text
     suite = PromptBuilder().build(load_task("level1/softmax"), "cpu")
     assert "some shapes are hidden from you" in suite.system
-    assert "Hidden configs with other sizes (odd ones included) are checked too" in suite.user
+    assert "Hidden configs (1) with other sizes (odd ones included) are checked too" in suite.user
     assert "hidden configs use others" in suite.user

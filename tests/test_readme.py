@@ -97,6 +97,7 @@ def test_the_readme_has_the_commands_this_test_expects() -> None:
         assert 'device="cpu")' in example, "the example is run untimed by replacing this"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", readme_commands())
 def test_a_readme_command_answers_or_fails_in_one_line(command: str, tmp_path: Path) -> None:
     if command in RUN_ELSEWHERE:
@@ -114,6 +115,7 @@ def test_a_readme_command_answers_or_fails_in_one_line(command: str, tmp_path: P
 API_EXAMPLES = [block for block in _blocks("python") if "import cudasmith\n" in block]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", API_EXAMPLES)
 def test_a_readme_python_example_runs(source: str, tmp_path: Path) -> None:
     script = tmp_path / "example.py"

@@ -72,6 +72,7 @@ def test_what_a_verdict_makes_of_a_kernel() -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("solution_name", "drawn", "status", "says"),
     [
@@ -92,6 +93,7 @@ def test_a_problem_whose_answer_is_zero(solution_name: str, drawn: bool, status:
     assert says in " ".join([verdict.reason, str(verdict.parameters), *verdict.notes])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("solution_name", "says"),
     [
@@ -184,6 +186,7 @@ def test_a_kernelbench_run_rejudged_under_its_own_rules(kernelbench_run: tuple[P
     assert sum(summary.wrong_or_cheating.values()) == 3 and summary.wrong_or_cheating["incorrect"] >= 2
 
 
+@pytest.mark.slow
 def test_the_rewrite_is_refused_under_strict_rules(kernelbench_run: tuple[Path, Path, Path]) -> None:
     checkout, run, _ = kernelbench_run
     problem = checkout / "KernelBench" / "level1" / "12_Diag_Matmul.py"

@@ -16,8 +16,8 @@ from rich.console import Console
 from cudasmith.report.export import CORRECT_BONUS, RETURN_DISCOUNT, load_rows, reward
 from cudasmith.report.html import write_report
 from cudasmith.report.leaderboard import print_leaderboard, print_run_details
-from cudasmith.report.runs import RunView, load_run
 from cudasmith.store import RunStore
+from cudasmith.store.runs import RunView, load_run
 
 from conftest import run_cli
 from stored_runs import bench_of_files, search
@@ -148,6 +148,7 @@ def test_a_cheat_earns_no_reward() -> None:
     assert reward({"status": "correct", "speedup": None}) == CORRECT_BONUS
 
 
+@pytest.mark.slow
 def test_report_cli_writes_the_page_and_json(stored: tuple[Path, str, str], tmp_path: Path) -> None:
     path, bench, searched = stored
     out = tmp_path / "page.html"

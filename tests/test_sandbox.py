@@ -298,6 +298,7 @@ def _tree(*roots: Path) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
 def test_candidates_that_reach_outside_are_rejected_and_change_nothing(
     mechanism: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_scaling_benchmark_judges_the_batch_through_both_executors(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the Ray rows need Ray (pip install 'cudasmith[ray]')")
     rows_file = tmp_path / "rows.json"

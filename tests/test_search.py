@@ -245,12 +245,12 @@ def test_the_live_panel_and_the_summary_table_say_what_the_run_did(tmp_path: Pat
     from cudasmith.exec import ExecutorStats, LaneStats
     from cudasmith.report.optimize_view import print_summary, render_snapshot
     from cudasmith.search.state import Snapshot
-    from cudasmith.search.strategies.base import Candidate
+    from cudasmith.search.strategies.base import SearchCandidate
 
     verdict = Verdict(
         "correct", "ok", "t", "s.py", "cpu", speedup=2.0, speedups={"eager": 2.0, "compile": 1.25}
     )
-    top = Candidate(7, "r1/c0", 1, "refine", verdict=verdict, source="x")
+    top = SearchCandidate(7, "r1/c0", 1, "refine", verdict=verdict, source="x")
     lanes = [LaneStats("cuda:0", 5, 45.0), LaneStats("cuda:1", 4, 30.0, judging=True)]
     stats = ExecutorStats("local", lanes, 50.0, building=1, waiting_for_build=0, ready=2, max_ready=3)
     snapshot = Snapshot("round 2 of 5", 9, 1, 1, 2, top, 0.0123, 12.5, 3.25, stats)

@@ -40,6 +40,7 @@ def test_correctness_fast_p_and_geomean_count_failed_tasks(quality: ModuleType) 
     )
 
 
+@pytest.mark.slow
 def test_a_run_per_task_is_kept_and_not_run_again(tmp_path: Path) -> None:
     recording = tmp_path / "answers.jsonl"
     recording.write_text(json.dumps("No code today.") + "\n")

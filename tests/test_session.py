@@ -22,6 +22,7 @@ EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 QUICK = EvalOptions(device="cpu", seeds_per_config=1, timing=False)
 
 
+@pytest.mark.slow
 def test_a_session_judges_several_candidates_in_order_each_in_its_own_process() -> None:
     paths = [SOLUTIONS / "vector_add_cpu.py", SOLUTIONS / "vector_add_misses_tail.py", SOLUTIONS / "segfaults.py",
              EXPLOITS / "honest_vector_add_unrolled.py"]  # fmt: skip
@@ -37,6 +38,7 @@ def test_a_session_judges_several_candidates_in_order_each_in_its_own_process() 
     assert len({v.seed for v in verdicts}) == 1  # one session, one secret seed, recorded in each verdict
 
 
+@pytest.mark.slow
 def test_the_seed_of_a_verdict_replays_the_same_input_sets() -> None:
     first = cudasmith.evaluate(SOLUTIONS / "vector_add_cpu.py", task="level1/vector_add", options=QUICK)
     assert first.seed is not None
@@ -49,6 +51,7 @@ def test_the_seed_of_a_verdict_replays_the_same_input_sets() -> None:
     assert [c.rel_err for c in again.configs] == [c.rel_err for c in first.configs]
 
 
+@pytest.mark.slow
 def test_a_forward_that_never_returns_is_a_timeout_at_the_first_calls_limit() -> None:
     # The limit is the 5 s floor (the reference takes microseconds) and the first call's 10 s more; how
     # long a hang costs in wall time is benchmarks/throughput.py's to say, not a test's.
@@ -61,6 +64,7 @@ def test_a_forward_that_never_returns_is_a_timeout_at_the_first_calls_limit() ->
     assert verdict.limits["first_call_extra_s"] == 10.0
 
 
+@pytest.mark.slow
 def test_time_limits_can_be_set(tmp_path: Path) -> None:
     options = EvalOptions(device="cpu", timing=False, call_timeout_s=2.0, first_call_extra_s=0.0)
     verdict = cudasmith.evaluate(SOLUTIONS / "loops_forever.py", task="level1/vector_add", options=options)
@@ -71,6 +75,7 @@ def test_time_limits_can_be_set(tmp_path: Path) -> None:
     assert verdict.status == Status.TIMEOUT and "within 3 s while loading" in verdict.reason, verdict.reason
 
 
+@pytest.mark.slow
 def test_a_stale_or_tampered_cached_baseline_cannot_inflate_a_speedup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,6 +104,7 @@ def test_a_stale_or_tampered_cached_baseline_cannot_inflate_a_speedup(
     assert eager["previous_session"]["time_ms"] > 20 * eager["time_ms"]  # shown beside, never used
 
 
+@pytest.mark.slow
 def test_eval_takes_several_solutions_and_a_folder_and_prints_json_lines(tmp_path: Path) -> None:
     folder = tmp_path / "candidates"
     folder.mkdir()
@@ -113,6 +119,7 @@ def test_eval_takes_several_solutions_and_a_folder_and_prints_json_lines(tmp_pat
     assert [str(v.status) for v in verdicts] == ["correct", "correct", "incorrect"]
 
 
+@pytest.mark.slow
 def test_one_solution_keeps_the_contract_of_exactly_one_json_object() -> None:
     result = run_cli("eval", str(SOLUTIONS / "vector_add_cpu.py"), "--task", "level1/vector_add", "--device", "cpu",
                      "--no-timing", "--seeds", "1", "--json")  # fmt: skip
@@ -146,6 +153,7 @@ def test_verdicts_round_trip_through_json_with_typed_statuses() -> None:
         Verdict.from_dict({"status": "harness_error", "reason": "x"})
 
 
+@pytest.mark.slow
 def test_the_session_benchmark_judges_alike_one_shot_and_in_a_session() -> None:
     """benchmarks/session_cpu.py runs, and both ways call the same honest candidates correct (what a
     session saves is that benchmark's table, not this test's business)."""
@@ -187,6 +195,7 @@ class ModelNew(nn.Module):
 '''
 
 
+@pytest.mark.slow
 def test_packages_on_the_import_path_are_libraries_but_the_solutions_folder_is_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,16 +11,17 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.llm.base import Completion
-from cudasmith.llm.client import Usage
 from cudasmith.report.ask_table import print_ask
 from cudasmith.report.formats import config_text, milliseconds
 from cudasmith.report.verdict_table import print_verdict
-from cudasmith.search.ask import AskResult, Candidate
+from cudasmith.search.ask import AskResult, JudgedAnswer
 from cudasmith.search.parsing import ParsedAnswer
+from cudasmith.store import Usage
 
 from conftest import SOLUTIONS
 
@@ -147,14 +148,14 @@ def test_the_ask_table_wraps_reasons_at_80_columns(tmp_path: Path) -> None:
         "cpu",
     )
     candidates = [
-        Candidate(
+        JudgedAnswer(
             0,
             Completion("…", "stop", "fake", 3000, 900),
             ParsedAnswer("x", "", "fenced"),
             timed_verdict(),
             None,
         ),
-        Candidate(
+        JudgedAnswer(
             1, Completion("…", "length", "fake", 3000, 12000), ParsedAnswer("x", "", "fenced"), wrong, None
         ),
     ]
@@ -189,6 +190,7 @@ def test_show_piped_keeps_whole_configs() -> None:
     assert "rows=1021 cols=4097" in text and "hidden" in text
 
 
+@pytest.mark.slow
 def test_eval_table_at_80_columns_end_to_end() -> None:
     text = piped(
         "eval",

@@ -9,6 +9,7 @@ import pytest
 
 from cudasmith import evaluate
 from cudasmith.timing import protocol as timing
+from cudasmith.timing.measure import measure
 from cudasmith.timing.protocol import (
     CallHooks,
     Measurement,
@@ -16,7 +17,6 @@ from cudasmith.timing.protocol import (
     TimingError,
     TimingPlan,
     default_plan,
-    measure,
     median_ci95,
     median_rel_stderr,
 )
@@ -50,12 +50,15 @@ def test_stop_rule_waits_for_min_samples_then_stops_on_noise() -> None:
     assert rule.reason() == "noise target"
 
 
-def test_stop_rule_keeps_sampling_noisy_calls_until_the_time_cap() -> None:
+def test_stop_rule_keeps_sampling_noisy_calls_until_the_time_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]  # the rule's clock, moved by hand: seconds
+    monkeypatch.setattr(timing, "_perf_counter", lambda: now[0])
     rule = StopRule(TimingPlan(min_sampling_s=0.0, max_seconds=0.05))
     for value in [1.0, 3.0] * 10:
         rule.add(value)
-    assert rule.reason() is None  # half the samples 3x the others: far from 0.5 %
-    time.sleep(0.06)
+    now[0] += 0.049
+    assert rule.reason() is None  # half the samples 3x the others: far from 0.5 %, and under the cap
+    now[0] += 0.002
     assert rule.reason() == "time cap"
     capped = StopRule(TimingPlan(max_samples=4, min_sampling_s=10.0))
     for value in [1.0, 3.0, 1.0, 3.0]:
@@ -118,6 +121,7 @@ def test_measurement_summary_is_json_with_raw_samples() -> None:
     assert summary["samples_ms"] == [1.0, 2.0, 3.0] and summary["plan"]["l2_state"] == "hot"
 
 
+@pytest.mark.slow
 def test_a_solution_that_patches_timers_is_refused_and_could_not_have_changed_its_time() -> None:
     problem = PROBLEMS / "kernelbench_style_add.py"
     options = {"device": "cpu", "seeds_per_config": 1}

@@ -12,7 +12,8 @@ import torch
 
 from cudasmith import evaluate
 from cudasmith.device.launch_cost import ensure_launch_cost, find_ncu
-from cudasmith.timing.protocol import CallHooks, TimingPlan, default_plan, measure
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import CallHooks, TimingPlan, default_plan
 
 from conftest import SOLUTIONS
 

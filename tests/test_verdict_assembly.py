@@ -15,9 +15,9 @@ from cudasmith.harness.baselines import BaselineTime
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
 from cudasmith.report.leaderboard import print_run_details
-from cudasmith.report.metrics import Attempt, summarize
-from cudasmith.report.runs import RunView
 from cudasmith.report.verdict_table import print_verdict
+from cudasmith.store.metrics import Attempt, summarize
+from cudasmith.store.runs import RunView
 from cudasmith.timing.protocol import Measurement, TimingPlan, default_plan
 
 from conftest import PROBLEMS, SOLUTIONS
@@ -130,6 +130,7 @@ def test_bench_counts_correct_kernels_timed_noisily() -> None:
     assert "2 correct kernels timed noisily" in rendered(print_run_details, view)
 
 
+@pytest.mark.slow
 def test_a_forced_small_time_cap_makes_a_real_verdict_warn() -> None:
     """The whole pipeline on the CPU, timing capped at once and a noise target no sampling meets."""
     with Judge(PROBLEMS / "add_small.py", device="cpu", seeds_per_config=1, baselines=()) as judge:

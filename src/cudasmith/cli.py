@@ -287,7 +287,7 @@ def show_command(
     Example: [bold]cudasmith show level3/gpt_forward --no-source[/]
     """
     from cudasmith.device import load_peaks
-    from cudasmith.tasks.catalog import task_details
+    from cudasmith.harness.task_details import task_details
 
     with one_line_errors():
         loaded = pick_problem(named, task, problem, from_dir)

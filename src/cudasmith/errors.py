@@ -36,6 +36,10 @@ class CompileError(CudasmithError):
         return cls(f"{compiler}: {first[:ERROR_MESSAGE_CHARS]}", log=log)
 
 
+class ForbiddenBuild(CudasmithError):
+    """A build the rules refuse: linking PyTorch's libraries, whose compute would pass for the solution's own."""
+
+
 class NoGpuError(CudasmithError):
     """Code that needs a CUDA GPU (compiling for the current one, launching on it) where none is visible."""
 

@@ -1,8 +1,9 @@
-"""Names of the machine's processors, for verdicts and cache keys."""
+"""The machine's processors: their names, for verdicts and cache keys, and what the CUDA driver says of a GPU."""
 
 from __future__ import annotations
 
 import platform
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -28,3 +29,24 @@ def device_name(device: str) -> str:
     import os
 
     return f"{cpu_name()} ({os.cpu_count()} cores)"
+
+
+def driver_attributes(index: int, wanted: Mapping[str, str]) -> dict[str, int]:
+    """What the CUDA driver says of GPU `index`: each of `wanted` (our key: a CU_DEVICE_ATTRIBUTE_ name) it
+    answers; empty without cuda-python or a driver. Torch does not report these."""
+    try:
+        # Imported here: cuda-python is optional (the cuda extra), and loading it loads the driver.
+        from cuda.bindings import driver
+
+        driver.cuInit(0)
+        error, device = driver.cuDeviceGet(index)
+        if int(error) != 0:
+            return {}
+        found = {}
+        for key, name in wanted.items():
+            error, value = driver.cuDeviceGetAttribute(getattr(driver.CUdevice_attribute, name), device)
+            if int(error) == 0:
+                found[key] = int(value)
+        return found
+    except Exception:  # no cuda-python, no driver, or an attribute this driver does not know
+        return {}

@@ -8,7 +8,6 @@ device, judge and options) is reused rather than judged again.
 
 from __future__ import annotations
 
-import secrets
 import sys
 from collections.abc import Callable
 from concurrent.futures import as_completed
@@ -18,16 +17,15 @@ from pathlib import Path
 from cudasmith.bench.layout import SolutionFolder, Submission, discover
 from cudasmith.errors import UsageError
 from cudasmith.exec import Job, Lanes, ProblemRef
-from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.version import harness_version
-from cudasmith.report.runs import load_run
+from cudasmith.hardware import device_name
+from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.search.judge import cache_key
-from cudasmith.store import CacheKey, CandidateRecord, Run, RunStore, code_hash, new_run_id
+from cudasmith.store import CacheKey, CandidateRecord, Run, RunStore, code_hash
+from cudasmith.store.runs import load_run
+from cudasmith.store.start import new_run
 from cudasmith.tasks.problem import Problem, load_problem
 from cudasmith.wording import plural
 
-# (what is being judged, kernels done, kernels in all)
-Progress = Callable[[str, int, int], None]
 # Called with each candidate once it has its verdict, and whether the verdict came from the cache.
 OnVerdict = Callable[[CandidateRecord, bool], None]
 FOLDER_STRATEGY = "folder"
@@ -51,13 +49,12 @@ def scope(tasks: list[str]) -> str:
 
 
 def _new_run(store: RunStore, found: SolutionFolder, options: EvalOptions, kernelbench: Path | None) -> Run:
-    from cudasmith.device import software_versions
-    from cudasmith.hardware import device_name
-
-    run = Run(
-        kind="bench",
-        task=scope(list(found.problems)),
-        task_version=code_hash("\n".join(f"{n} {p.source_hash}" for n, p in sorted(found.problems.items()))),
+    run = new_run(
+        "bench",
+        scope(list(found.problems)),
+        code_hash("\n".join(f"{n} {p.source_hash}" for n, p in sorted(found.problems.items()))),
+        options.device,
+        options.seed,
         strategy=FOLDER_STRATEGY,
         options={
             "folder": str(found.root.resolve()),
@@ -66,13 +63,7 @@ def _new_run(store: RunStore, found: SolutionFolder, options: EvalOptions, kerne
             "judge": options.stored(),
             "unmatched": [[str(path), why] for path, why in found.unmatched],
         },
-        device=options.device,
-        device_name=device_name(options.device),
-        versions=software_versions(),
-        harness_version=harness_version(),
-        secret_seed=options.seed if options.seed is not None else secrets.randbits(32),
         directory=str(found.root.resolve()),
-        id=new_run_id("bench"),
     )
     return store.create_run(run)
 
@@ -113,8 +104,6 @@ def judge_pending(
 ) -> dict[str, object] | None:
     """Give every candidate of the run without a verdict one: from the cache, else from the executor's
     lanes (one judge session per GPU, the tasks spread over them). Returns the executor's statistics."""
-    from cudasmith.hardware import device_name
-
     candidates = store.candidates(run.id)
     pending = [c for c in candidates if c.verdict is None]
     done = len(candidates) - len(pending)

@@ -9,7 +9,6 @@ again, no stored verdict judged again) and starts the tasks not yet begun.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,12 +17,14 @@ from cudasmith.bench.folder import BenchResult, scope
 from cudasmith.errors import UsageError
 from cudasmith.exec import Lanes
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.version import harness_version
 from cudasmith.llm import LLMConfig, load_llm_config, make_client
-from cudasmith.report.runs import load_run, task_runs
 from cudasmith.search.config import OptimizeConfig
-from cudasmith.store import Run, RunStore, code_hash, new_run_id, now_iso
+from cudasmith.search.optimize import optimize
+from cudasmith.store import Run, RunStore, code_hash
+from cudasmith.store.runs import load_run, task_runs
+from cudasmith.store.start import new_run
 from cudasmith.tasks.problem import Problem, load_problem
+from cudasmith.timestamps import STORE_TIMESPEC, now_iso
 
 MODEL_STRATEGIES = ("one-shot", "fsr", "evolve")
 # Told before each task's search starts: (task, its index, tasks in all).
@@ -43,13 +44,12 @@ class ModelBench:
 
 
 def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options: EvalOptions) -> Run:
-    from cudasmith.device import software_versions
-    from cudasmith.hardware import device_name
-
-    run = Run(
-        kind="bench",
-        task=scope([p.name for p in problems]),
-        task_version=code_hash("\n".join(f"{p.name} {p.source_hash}" for p in problems)),
+    run = new_run(
+        "bench",
+        scope([p.name for p in problems]),
+        code_hash("\n".join(f"{p.name} {p.source_hash}" for p in problems)),
+        options.device,
+        options.seed,
         strategy=spec.strategy,
         models=list(spec.models),
         options={
@@ -61,12 +61,6 @@ def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options
             # The seed the user fixed for every search (each draws its own otherwise).
             "judge_seed": options.seed,
         },
-        device=options.device,
-        device_name=device_name(options.device),
-        versions=software_versions(),
-        harness_version=harness_version(),
-        secret_seed=options.seed if options.seed is not None else secrets.randbits(32),
-        id=new_run_id("bench"),
     )
     return store.create_run(run)
 
@@ -127,8 +121,6 @@ def bench_model(
 ) -> BenchResult:
     """Run `spec`'s model over `problems`, one search per task, into a new bench run of `store`, or go on
     with the bench run `resume`; each search judges on `lanes` (default: a session on each visible GPU)."""
-    from cudasmith.search.optimize import optimize
-
     if resume is not None:
         run, problems, spec, options = _resumed(store, resume)
     else:
@@ -173,7 +165,7 @@ def bench_model(
                     run.id,
                     f"start/{problem.name}",
                     "task-start",
-                    {"task": problem.name, "started_at": now_iso()},
+                    {"task": problem.name, "started_at": now_iso(STORE_TIMESPEC)},
                 )
             try:
                 if search is not None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from cudasmith.errors import UsageError
 from cudasmith.tasks.catalog import level_of
+from cudasmith.tasks.directory import load_problem_dir
 from cudasmith.tasks.problem import Problem, list_task_names, load_problem, load_task
 
 
@@ -20,8 +21,6 @@ def select_problems(level: str | None, names: list[str], kernelbench: Path | Non
     if level is None and not names:
         raise UsageError("choose the tasks: --level LEVEL, or --task NAME (repeatable)")
     if kernelbench is not None:
-        from cudasmith.tasks.directory import load_problem_dir
-
         available = {p.name: p for p in load_problem_dir(kernelbench).problems}
     else:
         available = {name: None for name in list_task_names()}

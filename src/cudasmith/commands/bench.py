@@ -27,10 +27,10 @@ from cudasmith.cli_common import (
 from cudasmith.commands.options import StoreOption
 
 if TYPE_CHECKING:
-    from cudasmith.bench.folder import BenchResult, OnVerdict, Progress
+    from cudasmith.bench.folder import BenchResult, OnVerdict
     from cudasmith.bench.model import ModelBench
     from cudasmith.exec import Lanes
-    from cudasmith.harness.options import EvalOptions
+    from cudasmith.harness.options import EvalOptions, Progress
     from cudasmith.store import CandidateRecord, RunStore
 
 stderr = Console(stderr=True)
@@ -41,9 +41,9 @@ REASON_CHARS = 160
 def _verdict_line(candidate: CandidateRecord, cached: bool) -> str:
     from rich.markup import escape
 
-    from cudasmith.report.metrics import speedup_of
-    from cudasmith.report.rules import rule_broken
     from cudasmith.report.verdict_table import STATUS_STYLE
+    from cudasmith.store.metrics import speedup_of
+    from cudasmith.store.rules import rule_broken
 
     verdict = candidate.verdict or {}
     status = str(verdict.get("status"))
@@ -256,8 +256,8 @@ def bench_command(
     from cudasmith.harness.options import RULES, EvalOptions
     from cudasmith.report.leaderboard import print_leaderboard, print_run_details
     from cudasmith.report.rejudge import print_rejudge, rejudged, summarize_rejudge
-    from cudasmith.report.runs import load_run
     from cudasmith.store import RunStore
+    from cudasmith.store.runs import load_run
 
     if seeds < 1:
         raise UsageError("--seeds must be at least 1")

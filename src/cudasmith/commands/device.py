@@ -38,7 +38,8 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
-    from cudasmith.device import ensure_peaks, load_peaks, properties, usable_device
+    from cudasmith.device import load_peaks, properties, usable_device
+    from cudasmith.device.speed_of_light import ensure_peaks
 
     with one_line_errors():
         device = usable_device(device)

@@ -35,7 +35,7 @@ def report_command(
     Example: [bold]cudasmith report latest --html report.html[/]
     """
     from cudasmith.report.leaderboard import print_leaderboard, print_run_details
-    from cudasmith.report.runs import load_run
+    from cudasmith.store.runs import load_run
 
     with existing_store(store) as opened:
         views = [load_run(opened, latest_run_id(opened, run_id)) for run_id in dict.fromkeys(runs)]

@@ -9,18 +9,18 @@ first timed evaluation) and cached beside the kernel cache:
 
 from __future__ import annotations
 
-import datetime
 import importlib.metadata
 import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudasmith import __version__
 from cudasmith.errors import UsageError
-from cudasmith.hardware import device_name
+from cudasmith.hardware import device_name, driver_attributes
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
 
@@ -83,9 +83,7 @@ def _driver_version() -> str | None:
 
 def software_versions() -> dict[str, str | None]:
     """Versions that timings depend on; computed without touching the GPU, so any process gets the same."""
-    import torch
-
-    from cudasmith import __version__
+    import torch  # here, not above: the CLI reads device facts and cached peaks without torch
 
     return {
         "cudasmith": __version__,
@@ -172,64 +170,6 @@ def save_peaks(peaks: DevicePeaks) -> Path:
     return path
 
 
-# Peaks are the best of at least PEAK_REPEATS measurements. The best bandwidth is cached only when a
-# second measurement confirms it within PEAKS_NOISY_SPREAD; up to PEAK_REPEATS_MAX are taken for that.
-# Unconfirmed (something else was using the device, or it varies from run to run, as virtual machines'
-# memory does), the best is used once and never cached. Work beside a measurement only lowers it, so the
-# best of several is what the device can do; the confirmation keeps one lucky burst out of the cache.
-PEAK_REPEATS = 3
-PEAK_REPEATS_MAX = 5
-PEAKS_NOISY_SPREAD = 0.10
-
-
-def best_of(measurements: list[DevicePeaks]) -> DevicePeaks:
-    """Each rate at its best over repeated measurements (what the device can do, not what it did once)."""
-    first = measurements[0]
-
-    def best(tables: list[dict[str, float]]) -> dict[str, float]:
-        return {key: max(table.get(key, 0.0) for table in tables) for key in tables[0]}
-
-    return replace(
-        first,
-        memory_gb_per_s=max(m.memory_gb_per_s for m in measurements),
-        matrix_tflops=best([m.matrix_tflops for m in measurements]),
-        vector_tflops=best([m.vector_tflops for m in measurements]),
-        memory_detail_gb_per_s=best([m.memory_detail_gb_per_s for m in measurements]),
-        seconds=round(sum(m.seconds for m in measurements), 2),
-    )
-
-
-def confirmed(measurements: list[DevicePeaks]) -> bool:
-    """Whether the best bandwidth was measured twice, within PEAKS_NOISY_SPREAD of each other."""
-    rates = sorted((m.memory_gb_per_s for m in measurements), reverse=True)
-    return len(rates) > 1 and rates[0] > 0 and (rates[0] - rates[1]) / rates[0] <= PEAKS_NOISY_SPREAD
-
-
-def ensure_peaks(
-    device: str | None = None, remeasure: bool = False, repeats: int = PEAK_REPEATS
-) -> DevicePeaks:
-    """The device's peaks from the cache, else measured `repeats` times or more (seconds each): the best
-    of them, cached only when a second measurement confirms the best (see PEAK_REPEATS_MAX)."""
-    device = usable_device(device)
-    cached = None if remeasure else load_peaks(device)
-    if cached is not None:
-        return cached
-    from cudasmith.device.speed_of_light import measure_peaks
-
-    measurements = [measure_peaks(device) for _ in range(max(1, repeats))]
-    while not confirmed(measurements) and len(measurements) < max(repeats, PEAK_REPEATS_MAX):
-        measurements.append(measure_peaks(device))
-    peaks = best_of(measurements)
-    if confirmed(measurements):
-        save_peaks(peaks)
-    return peaks
-
-
-def now_iso() -> str:
-    """The current time, for 'measured at' stamps."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def _cpu_cache_bytes() -> int:
     """The CPU's last-level cache in bytes (0 when the OS does not say)."""
     sizes = []
@@ -262,27 +202,12 @@ def cache_bytes(device: str) -> int:
     return _cpu_cache_bytes()
 
 
-def _gpu_attributes(index: int) -> dict[str, int]:
-    """Clock rates (kHz) and memory bus width (bits) from the driver; empty where it does not say."""
-    try:
-        from cuda.bindings import driver
-
-        error, handle = driver.cuDeviceGet(index)
-        if int(error) != 0:
-            return {}
-        wanted = {
-            "sm_clock_khz": "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
-            "memory_clock_khz": "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
-            "memory_bus_bits": "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH",
-        }
-        found = {}
-        for key, attribute in wanted.items():
-            error, value = driver.cuDeviceGetAttribute(getattr(driver.CUdevice_attribute, attribute), handle)
-            if int(error) == 0 and value > 0:
-                found[key] = int(value)
-        return found
-    except Exception:  # older driver or no cuda-python: the properties table shows less
-        return {}
+# Clock rates (kHz) and memory bus width (bits): the driver's words for them.
+GPU_ATTRIBUTES = {
+    "sm_clock_khz": "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
+    "memory_clock_khz": "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
+    "memory_bus_bits": "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH",
+}
 
 
 def properties(device: str | None = None) -> dict[str, Any]:
@@ -308,7 +233,8 @@ def properties(device: str | None = None) -> dict[str, Any]:
         "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
         "memory_bytes": int(props.total_memory),
     }
-    attributes = _gpu_attributes(index)
+    # Where the driver does not say (an older one, or no cuda-python), the table shows less.
+    attributes = {k: v for k, v in driver_attributes(index, GPU_ATTRIBUTES).items() if v > 0}
     if "sm_clock_khz" in attributes:
         found["max_sm_clock_mhz"] = attributes["sm_clock_khz"] / 1e3
     if "memory_clock_khz" in attributes and "memory_bus_bits" in attributes:

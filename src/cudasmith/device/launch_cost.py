@@ -34,8 +34,10 @@ from typing import Any
 
 from cudasmith.device import LAUNCH_COST_PURPOSE, measurement_path, software_versions
 from cudasmith.errors import CudasmithError
+from cudasmith.runtime import compile_cuda
 from cudasmith.runtime.cache import write_atomically
 from cudasmith.runtime.seal import seal, unseal
+from cudasmith.timestamps import now_iso
 
 KERNEL = "cudasmith_calibrate_empty"
 SOURCE = f'extern "C" __global__ void {KERNEL}() {{}}\n'
@@ -147,18 +149,17 @@ def save_launch_cost(cost: LaunchCost) -> Path:
 
 
 def _launcher() -> Any:
-    from cudasmith.runtime import compile_cuda
-
     kernel = compile_cuda(SOURCE, KERNEL)
     return lambda _index: kernel(grid=1, block=32)
 
 
 def measure_launch_cost(timeout_s: float = NCU_TIMEOUT_S) -> LaunchCost:
     """Calibrate on this machine's current GPU (tens of seconds; needs ncu); cached by `ensure_launch_cost`."""
+    # torch and the timer are imported here, not above: reading a stored cost needs neither.
     import torch
 
-    from cudasmith.device import now_iso
-    from cudasmith.timing.protocol import default_plan, measure
+    from cudasmith.timing.measure import measure
+    from cudasmith.timing.protocol import default_plan
 
     program = [sys.executable, "-m", "cudasmith.device.launch_cost", "--launch"]
     ncu_ms = ncu_times(program, f"^{KERNEL}$", timeout_s).get(KERNEL)

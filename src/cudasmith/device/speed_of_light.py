@@ -10,12 +10,27 @@ from __future__ import annotations
 import ctypes
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
 
-from cudasmith.device import DevicePeaks, cache_bytes, device_name, now_iso, software_versions
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.device import (
+    DevicePeaks,
+    cache_bytes,
+    device_name,
+    load_peaks,
+    save_peaks,
+    software_versions,
+    usable_device,
+)
+from cudasmith.errors import CudasmithError
+from cudasmith.runtime.cpu import compile_c
+from cudasmith.runtime.cuda import compile_cuda
+from cudasmith.timestamps import now_iso
+from cudasmith.timing.cuda import tools
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import TimingPlan
 
 # Peaks are estimated from a short run each: their noise matters far less than a kernel's.
 PLAN = TimingPlan(l2_state="hot", warmup_ms=20.0, min_sampling_s=0.05, max_seconds=0.5)
@@ -105,8 +120,6 @@ def _bandwidth(device: str, total_bytes: int) -> dict[str, float]:
         "write": nbytes / _median_ms(lambda: target.fill_(1.0), device) / 1e6,
     }
     if device.startswith("cuda"):
-        from cudasmith.timing.cuda import tools
-
         kit = tools(torch.cuda.current_device())
         if not isinstance(kit, str):
             stream = torch.cuda.current_stream().cuda_stream
@@ -136,9 +149,6 @@ def _matrix(device: str, sizes: dict[str, int]) -> dict[str, float]:
 
 
 def _gpu_vector() -> dict[str, float]:
-    from cudasmith.errors import CudasmithError
-    from cudasmith.runtime.cuda import compile_cuda
-
     sm_count = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     out = torch.zeros(1, device="cuda")
     threads = sm_count * FMA_BLOCKS_PER_SM * FMA_THREADS
@@ -159,9 +169,6 @@ def _gpu_vector() -> dict[str, float]:
 
 
 def _cpu_vector() -> dict[str, float]:
-    from cudasmith.errors import CudasmithError
-    from cudasmith.runtime.cpu import compile_c
-
     rates = {}
     threads = torch.zeros(1, dtype=torch.int32)
     iterations = ctypes.c_long(CPU_FMA_ITERATIONS)
@@ -204,3 +211,54 @@ def measure_peaks(device: str = "cuda") -> DevicePeaks:
         measured_at=now_iso(),
         seconds=round(time.perf_counter() - started, 2),
     )
+
+
+# Peaks are the best of at least PEAK_REPEATS measurements. The best bandwidth is cached only when a
+# second measurement confirms it within PEAKS_NOISY_SPREAD; up to PEAK_REPEATS_MAX are taken for that.
+# Unconfirmed (something else was using the device, or it varies from run to run, as virtual machines'
+# memory does), the best is used once and never cached. Work beside a measurement only lowers it, so the
+# best of several is what the device can do; the confirmation keeps one lucky burst out of the cache.
+PEAK_REPEATS = 3
+PEAK_REPEATS_MAX = 5
+PEAKS_NOISY_SPREAD = 0.10
+
+
+def best_of(measurements: list[DevicePeaks]) -> DevicePeaks:
+    """Each rate at its best over repeated measurements (what the device can do, not what it did once)."""
+    first = measurements[0]
+
+    def best(tables: list[dict[str, float]]) -> dict[str, float]:
+        return {key: max(table.get(key, 0.0) for table in tables) for key in tables[0]}
+
+    return replace(
+        first,
+        memory_gb_per_s=max(m.memory_gb_per_s for m in measurements),
+        matrix_tflops=best([m.matrix_tflops for m in measurements]),
+        vector_tflops=best([m.vector_tflops for m in measurements]),
+        memory_detail_gb_per_s=best([m.memory_detail_gb_per_s for m in measurements]),
+        seconds=round(sum(m.seconds for m in measurements), 2),
+    )
+
+
+def confirmed(measurements: list[DevicePeaks]) -> bool:
+    """Whether the best bandwidth was measured twice, within PEAKS_NOISY_SPREAD of each other."""
+    rates = sorted((m.memory_gb_per_s for m in measurements), reverse=True)
+    return len(rates) > 1 and rates[0] > 0 and (rates[0] - rates[1]) / rates[0] <= PEAKS_NOISY_SPREAD
+
+
+def ensure_peaks(
+    device: str | None = None, remeasure: bool = False, repeats: int = PEAK_REPEATS
+) -> DevicePeaks:
+    """The device's peaks from the cache, else measured `repeats` times or more (seconds each): the best
+    of them, cached only when a second measurement confirms the best (see PEAK_REPEATS_MAX)."""
+    device = usable_device(device)
+    cached = None if remeasure else load_peaks(device)
+    if cached is not None:
+        return cached
+    measurements = [measure_peaks(device) for _ in range(max(1, repeats))]
+    while not confirmed(measurements) and len(measurements) < max(repeats, PEAK_REPEATS_MAX):
+        measurements.append(measure_peaks(device))
+    peaks = best_of(measurements)
+    if confirmed(measurements):
+        save_peaks(peaks)
+    return peaks

@@ -27,10 +27,14 @@ judge's habit of capturing what it uses before the solution loads are the other 
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import os
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -77,8 +81,28 @@ TRIPWIRED = {
     ),
     "signal": ("signal",),
     "_signal": ("signal",),
+    # Every Python thread starts here (threading too): counted until its function returns, so a thread
+    # started at the end of a call is seen before it ever ran (the interpreter lists it only once it runs).
+    "_thread": ("start_new_thread", "start_joinable_thread", "start_new"),
+    # A second copy of a builtin module holds the functions the tripwires replaced: not for candidate code.
+    "_imp": ("create_builtin",),
 }  # fmt: skip
+WIRED_BUILTINS = frozenset({"_thread", "_signal", "_imp"})
+# Symbols of PyTorch's C++ (at::, c10::, torch::) reached through ctypes: ATen below the dispatcher.
+TORCH_CPP_SYMBOLS = ("_ZN2at", "_ZNK2at", "_ZN3c10", "_ZNK3c10", "_ZN5torch", "_ZNK5torch")
 TRIPWIRE_EVENT = "cudasmith.tripwire"
+# Audit events that write, move, link, truncate or remove files: the positions of the paths they write,
+# each with the position of the directory descriptor it is relative to (None: none). Writing trusted code
+# under any of them (a `sitecustomize.py` beside the package runs in every later process) is refused when
+# the candidate asks; so is a hard link to a trusted file (writing the link writes the file).
+WRITE_EVENTS: dict[str, tuple[tuple[int, int | None], ...]] = {
+    "os.rename": ((0, 2), (1, 3)), "os.link": ((0, 2), (1, 3)), "os.symlink": ((1, 2),),
+    "os.truncate": ((0, None),), "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),),
+    "os.chmod": ((0, 2),), "os.chown": ((0, 3),), "os.utime": ((0, 3),), "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),), "shutil.copyfile": ((1, None),), "shutil.copymode": ((1, None),),
+    "shutil.copystat": ((1, None),), "shutil.copytree": ((1, None),), "shutil.move": ((0, None), (1, None)),
+    "shutil.rmtree": ((0, 1),), "shutil.unpack_archive": ((1, None),), "shutil.chown": ((0, None),),
+}  # fmt: skip
 
 
 class Refused(RuntimeError):
@@ -134,14 +158,55 @@ class Origins:
         """A real file under a trusted root (compiling or writing code there is pretending to be trusted)."""
         return not path.startswith("<") and self.of_path(path) == "trusted"
 
+    def is_trusted_now(self, path: str) -> bool:
+        """Like is_trusted_path, resolved afresh (a path seen before may be a symlink into a root now)."""
+        real = os.path.realpath(path)
+        return real in self.files or (real + os.sep).startswith(self.roots)  # a root itself included
 
-def _writes(mode: object) -> bool:
-    """Whether an open() mode (text or os.O_* flags) writes."""
-    if isinstance(mode, str):
-        return any(flag in mode for flag in "wax+")
-    if isinstance(mode, int):
-        return bool(mode & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
+
+def _writes(mode: object, flags: object = None) -> bool:
+    """Whether an open() mode (text) or os.open() flags (os.O_*) write."""
+    if isinstance(mode, str) and any(flag in mode for flag in "wax+"):
+        return True
+    for value in (mode, flags):
+        if type(value) is int and value & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND):
+            return True
     return False
+
+
+def _written_paths(event: str, args: tuple[Any, ...]) -> list[str]:
+    """The paths an audited call writes (open for writing, rename, link, copy, remove…); [] for others.
+    A path relative to a directory descriptor is joined to that directory."""
+    if event == "open":
+        writes = len(args) > 1 and _writes(args[1], args[2] if len(args) > 2 else None)
+        positions: tuple[tuple[int, int | None], ...] = ((0, None),) if writes else ()
+    else:
+        positions = WRITE_EVENTS.get(event, ())
+    paths = []
+    for position, directory in positions:
+        value = args[position] if position < len(args) else None
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if not isinstance(value, (str, bytes)):
+            continue  # a file descriptor: opening it for writing was the write
+        path = os.fsdecode(value)
+        descriptor = args[directory] if directory is not None and directory < len(args) else None
+        if type(descriptor) is int and descriptor >= 0 and not os.path.isabs(path):
+            with contextlib.suppress(OSError):
+                path = os.path.join(os.readlink(f"/proc/self/fd/{descriptor}"), path)
+        paths.append(path)
+    return paths
+
+
+def _opens_trusted_directory(args: tuple[Any, ...], origins: Origins) -> bool:
+    """Whether an open() opens a directory under a trusted root (writes relative to its descriptor are
+    not audited with their directory)."""
+    path = args[0] if args else None
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, (str, bytes)):
+        return False
+    return os.path.isdir(path) and origins.is_trusted_now(os.fsdecode(path))
 
 
 def _frames(start: FrameType | None) -> Iterator[FrameType]:
@@ -156,27 +221,64 @@ def _module_name(frame: FrameType) -> str:
 
 
 class Guard:
-    """The installed audit hook's state: what was refused, and the originals behind the tripwires."""
+    """The installed audit hook's state: what was refused, and how many threads started since it was
+    installed have not ended."""
 
     def __init__(self, origins: Origins) -> None:
         self.origins = origins
         self.violations: list[str] = []
         self.busy = False
+        self.running = 0
+        self.lock = _thread.allocate_lock()
 
     def first_violation(self) -> str | None:
         """The first refused attempt, as a reason, or None."""
         return self.violations[0] if self.violations else None
 
+    def threads_running(self) -> int:
+        """Threads started since the hook was installed whose function has not returned."""
+        return self.running
 
-def install(problem_file: Path | None = None, solution: Path | None = None) -> Callable[[], str | None]:
-    """Install the audit hook and the tripwires (once per process, before the solution is imported).
+    def start_counted(self, start: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Start a thread through `start`, counted until its function returns."""
+        function, rest = args[0], args[1:]
+        lock = self.lock
 
-    Returns a function giving the first refused attempt so far (None when there was none); keep it out of
-    module globals, so that only the judge's own frames hold it.
+        def counted(*call_args: Any, **call_kwargs: Any) -> Any:
+            try:
+                return function(*call_args, **call_kwargs)
+            finally:
+                with lock:
+                    self.running -= 1
+
+        with lock:
+            self.running += 1
+        try:
+            return start(counted, *rest, **kwargs)
+        except BaseException:
+            with lock:
+                self.running -= 1
+            raise
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the installed hook found, as the judge reads it. Keep it out of module globals, so that only
+    the judge's own frames hold it."""
+
+    first_violation: Callable[[], str | None]
+    threads_running: Callable[[], int]
+
+
+def install(problem_file: Path | None = None, solution: Path | None = None, threads: bool = True) -> Findings:
+    """Install the audit hook and the tripwires (once per process, before the solution is imported);
+    `threads=False` refuses the candidate every thread (where operators are recorded on the caller's only).
     """
     roots, files = trusted_roots((problem_file,) if problem_file is not None else (), solution)
     guard = Guard(Origins(roots, files))
-    originals = _tripwire(guard)
+    # Imports the candidate triggers would write bytecode under trusted roots on its behalf: none is written.
+    sys.dont_write_bytecode = True
+    originals = _tripwire(guard, TRIPWIRED)
     getframe = sys._getframe
     origin_of = guard.origins.of
 
@@ -214,12 +316,22 @@ def install(problem_file: Path | None = None, solution: Path | None = None) -> C
             return
         if event == TRIPWIRE_EVENT:
             name, call_args, call_kwargs, box = args
+            if name == "_imp.create_builtin":
+                module = str(getattr(call_args[0], "name", ""))
+                if module in WIRED_BUILTINS and candidate_on_stack(asking()):
+                    refuse(f"making a second copy of the builtin module {module}")
+                # The name checked is the name made (a spec could answer differently when asked again).
+                box.append(originals[name](ModuleSpec(module, None, origin="built-in")))
+                return
+            if name.startswith("_thread."):
+                if not threads and candidate_on_stack(asking()):
+                    refuse(f"starting a thread ({name}; this PyTorch records operators on the caller's only)")
+                box.append(guard.start_counted(originals[name], call_args, call_kwargs))
+                return
             if candidate_on_stack(asking()):
-                refuse(
-                    f"installing a signal handler ({name})"
-                    if name.endswith(".signal")
-                    else f"switching the judge's recording off ({name})"
-                )
+                if name.endswith(".signal"):
+                    refuse(f"installing a signal handler ({name})")
+                refuse(f"switching the judge's recording off ({name})")
             box.append(originals[name](*call_args, **call_kwargs))
         elif event.startswith("sys.monitoring"):
             if caller_is_candidate(asking()):
@@ -235,6 +347,8 @@ def install(problem_file: Path | None = None, solution: Path | None = None) -> C
             interpreter = symbol.startswith(("Py", "_Py")) and not symbol.startswith(C_API_ALLOWED)
             if interpreter and candidate_on_stack(asking()):
                 refuse(f"reaching the interpreter's C API through ctypes ({symbol})")
+            if symbol.startswith(TORCH_CPP_SYMBOLS) and candidate_on_stack(asking()):
+                refuse(f"calling PyTorch's C++ through ctypes ({symbol}: ATen below the dispatcher)")
         elif event in ("compile", "code.__new__"):
             filename = args[1] if len(args) > 1 else None
             if (
@@ -246,27 +360,31 @@ def install(problem_file: Path | None = None, solution: Path | None = None) -> C
         elif event == "marshal.loads":
             if caller_is_candidate(asking()):
                 refuse("loading marshalled code objects")
-        elif event == "open" and len(args) > 1 and _writes(args[1]):
-            path = args[0]
+        elif event == "open" or event in WRITE_EVENTS:
+            # Whoever does the writing (shutil, pathlib) does it for the candidate when its code is below.
+            for path in _written_paths(event, args):
+                if guard.origins.is_trusted_now(path) and candidate_on_stack(asking()):
+                    refuse(f"writing into trusted code ({event} {path})")
             if (
-                isinstance(path, (str, bytes))
-                and guard.origins.is_trusted_path(os.fsdecode(path))
-                and caller_is_candidate(asking())
+                event == "open"
+                and _opens_trusted_directory(args, guard.origins)
+                and candidate_on_stack(asking())
             ):
-                refuse(f"writing into trusted code ({os.fsdecode(path)})")
+                refuse(f"opening a trusted directory ({args[0]!r}: a descriptor to write under it)")
 
     sys.addaudithook(hook)
-    return guard.first_violation
+    return Findings(guard.first_violation, guard.threads_running)
 
 
-def _tripwire(guard: Guard) -> dict[str, Callable[..., Any]]:
-    """Replace the observers' on/off switches, everywhere they are bound, by calls through the audit hook."""
+def _tripwire(guard: Guard, wired: dict[str, tuple[str, ...]]) -> dict[str, Callable[..., Any]]:
+    """Replace the observers' on/off switches (and what else `wired` names), everywhere they are bound, by
+    calls through the audit hook."""
     import importlib
 
     originals: dict[str, Callable[..., Any]] = {}
     replacements: dict[int, Callable[..., Any]] = {}
     audit = sys.audit
-    for module_name, names in TRIPWIRED.items():
+    for module_name, names in wired.items():
         module = importlib.import_module(module_name)
         for name in names:
             value = getattr(module, name, None)

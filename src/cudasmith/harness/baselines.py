@@ -11,7 +11,6 @@ replaces a measurement, and a noisy one is not kept.
 
 from __future__ import annotations
 
-import datetime
 import json
 import time
 from collections.abc import Callable
@@ -22,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.messages import TimeSpec
+from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.verdict import Status
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
+from cudasmith.timestamps import now_iso
 
 if TYPE_CHECKING:
     from cudasmith.harness.lease import Hold, Window
@@ -41,8 +42,7 @@ COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudag
 DEFAULT_CUDA = ("eager", "compile", "expert")
 # On the CPU, torch.compile builds C++ for each config (tens of seconds): asked for, not by default.
 DEFAULT_CPU = ("eager", "expert")
-# Starting the baseline worker, and timing one baseline on one config with its compilation.
-LOAD_TIMEOUT_S = 300.0
+# Timing one baseline on one config with its compilation (starting the worker: PROBLEM_LOAD_TIMEOUT_S).
 BASELINE_TIMEOUT_S = 1800.0
 # What the MAC of a cached baseline time says it is (runtime/seal.py).
 BASELINE_PURPOSE = "baseline-time"
@@ -86,10 +86,6 @@ def build_baseline(name: str, problem: ModuleType, expert: Callable[[type], Any]
             return implementation
         raise ValueError("the problem's EXPERT is neither a class built like Model nor a callable")
     raise ValueError(f"unknown baseline {name!r}")
-
-
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -163,7 +159,7 @@ class SessionBaselines:
         if self._load_id is not None:
             load_id, self._load_id = self._load_id, None
             try:
-                reply, _ = worker.wait(load_id, LOAD_TIMEOUT_S, "loading the problem for baselines")
+                reply, _ = worker.wait(load_id, PROBLEM_LOAD_TIMEOUT_S, "loading the problem for baselines")
             except WorkerFailure:
                 self.close()
                 raise

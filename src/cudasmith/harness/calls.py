@@ -11,8 +11,9 @@ from typing import Any
 
 import torch
 
-from cudasmith.errors import CompileError
+from cudasmith.errors import CompileError, ForbiddenBuild
 from cudasmith.harness.messages import InputSpec, TimeSpec
+from cudasmith.harness.tamper import shadowed
 from cudasmith.harness.verdict import Status
 from cudasmith.tasks.inputs import drawn_inputs, input_tensors, make_inputs, tensor_bytes
 from cudasmith.tasks.perturb import perturb_inputs
@@ -65,6 +66,8 @@ def classify(exc: BaseException, solution: Path | None) -> tuple[Status, str]:
         return exc.status, str(exc)
     if isinstance(exc, SystemExit):
         return Status.REJECTED, f"the solution called sys.exit({exc.code!r}){_where(exc, solution)}"
+    if isinstance(exc, ForbiddenBuild):
+        return Status.REJECTED, message
     if isinstance(exc, SyntaxError):
         return Status.COMPILE_ERROR, f"the solution does not parse: {exc.msg} (line {exc.lineno})"
     if isinstance(exc, CompileError):
@@ -75,16 +78,37 @@ def classify(exc: BaseException, solution: Path | None) -> tuple[Status, str]:
     return Status.RUNTIME_ERROR, f"{name}: {message}{_where(exc, solution)}"
 
 
+# type's own slot for a class's name: `type(x).__qualname__` would ask the class's metaclass first.
+_QUALNAME = type.__dict__["__qualname__"]
+
+
+def _items(value: Any) -> list[Any]:
+    """A returned tuple's or list's items, read by their types' own iterators: isinstance would read a
+    `__class__` of the candidate's, and a subclass's `__iter__` is the candidate's code."""
+    kind = type(value)
+    if issubclass(kind, tuple):
+        return list(tuple.__iter__(value))
+    if issubclass(kind, list):
+        return list(list.__iter__(value))
+    return [value]
+
+
 def as_outputs(value: Any, device: str) -> list[torch.Tensor]:
-    """The call's outputs as a list of plain tensors on `device`, or a CandidateFault saying why not."""
-    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    """The call's outputs as a list of plain tensors on `device`, or a CandidateFault saying why not.
+    Nothing of the candidate's runs here (this is after its call): outputs are inspected by type first."""
+    values = _items(value)
     if not values:
         raise CandidateFault(Status.INCORRECT, "forward returned an empty sequence")
     for index, item in enumerate(values):
         label = f"output {index}" if len(values) > 1 else "the output"
         if type(item) is not torch.Tensor:
             raise CandidateFault(
-                Status.INCORRECT, f"{label} is a {type(item).__qualname__}, not a plain torch.Tensor"
+                Status.INCORRECT, f"{label} is a {_QUALNAME.__get__(type(item))}, not a plain torch.Tensor"
+            )
+        if (name := shadowed(item)) is not None:
+            raise CandidateFault(
+                Status.REJECTED,
+                f"{label} carries its own {name} (which the judge would call instead of torch's)",
             )
         if item.device.type != torch.device(device).type:
             raise CandidateFault(Status.INCORRECT, f"{label} is on {item.device}, expected {device}")

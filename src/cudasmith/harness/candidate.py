@@ -18,6 +18,7 @@ import torch
 
 from cudasmith.hardware import device_name
 from cudasmith.harness import audit, file_guard, sandbox
+from cudasmith.harness.binaries import CandidateBinaries
 from cudasmith.harness.calls import (
     CandidateFault,
     TimedCalls,
@@ -30,19 +31,21 @@ from cudasmith.harness.calls import (
 )
 from cudasmith.harness.gpu_only import cuda_on_cpu, needs_gpu
 from cudasmith.harness.messages import InputSpec, TimeSpec
-from cudasmith.harness.observe import KernelAudit, Observation, OpAudit, OwnKernels, audit_kernels, audit_ops
+from cudasmith.harness.observe import KernelAudit, OpAudit, OwnKernels, audit_kernels, audit_ops
 from cudasmith.harness.poison import poison_free_gpu_memory
+from cudasmith.harness.recording import EVERY_THREAD, Observation, RecordingLost
 from cudasmith.harness.returned import ReturnMarker, unsynchronised
-from cudasmith.harness.tamper import Snapshot, describe
+from cudasmith.harness.tamper import Snapshot, describe, modes_left, shadowed
 from cudasmith.harness.transfer import Exporter
 from cudasmith.harness.verdict import Status
 from cudasmith.runtime.cache import BUILD_DIR_ENV, extension_root
 from cudasmith.tasks import perturb
-from cudasmith.tasks.inputs import build_model, make_init_inputs
+from cudasmith.tasks.inputs import build_model, input_tensors, make_init_inputs
 from cudasmith.tasks.parameters import NO_PARAMETERS, draw_into, drawn_values, has_parameters, matching
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import TimingPlan
 
 # A kernel's name in a reason is cut to this many characters (C++ template names run to thousands).
 KERNEL_NAME_CHARS = 160
@@ -62,6 +65,14 @@ class _Floor(torch.nn.Module):
 
 def _short(name: str) -> str:
     return name if len(name) <= KERNEL_NAME_CHARS else name[: KERNEL_NAME_CHARS - 1] + "…"
+
+
+def _stop(observation: Observation) -> tuple[Any, ...] | None:
+    """What an observation recorded, or None when it was not whole (switched off or restarted)."""
+    try:
+        return observation.stop()
+    except RecordingLost:
+        return None
 
 
 def set_build_environment(solution: Path, device: str) -> None:
@@ -105,8 +116,11 @@ class Candidate:
         self.solution_path: Path | None = None
         self.solution: Any = None
         self.snapshot: Snapshot | None = None
-        self.first_violation: Any = None
+        self.findings: audit.Findings | None = None
+        # The audit's first refused attempt, else the first file access outside the sandbox's policy.
+        self.first_violation: Callable[[], str | None] | None = None
         self.own: OwnKernels | None = None
+        self.binaries: CandidateBinaries | None = None
         self.all_ops_allowed = False
         self.extra_allowed: frozenset[str] = frozenset()
         self.models: dict[int, Any] = {}
@@ -114,6 +128,8 @@ class Candidate:
         self.built_s: dict[int, float] = {}
         self.parameters: dict[int, str | None] = {}
         self.marker = f"cudasmith-call-{clock.fresh_seed():x}"
+        # The tensors handed to the candidate's calls: the judge reads them afterwards, so they must stay plain.
+        self.exposed: list[torch.Tensor] = []
         # On a GPU with defences: the kernel that marks, on the caller's stream, where forward returned.
         self.returned: ReturnMarker | None = None
 
@@ -149,11 +165,12 @@ class Candidate:
         if self.defences:
             # Where the parent found the solution (it is judged from a copy): its folder is the solution's.
             origin = Path(request.get("origin") or self.solution_path)
-            judge_violation = audit.install(self.problem_path, origin)
+            self.findings = audit.install(self.problem_path, origin, threads=EVERY_THREAD)
             self.snapshot = Snapshot()
             roots = audit.trusted_roots((self.problem_path,), origin)
             self.own = OwnKernels(audit.Origins(*roots), self.solution_path.read_text(errors="replace"))
-            self.first_violation = _with_file_rules(judge_violation, audit.Origins(*roots))
+            self.binaries = CandidateBinaries(audit.Origins(*roots))
+            self.first_violation = _with_file_rules(self.findings.first_violation, audit.Origins(*roots))
         try:
             self.solution = load_module(self.solution_path, "solution")
         except Exception as exc:
@@ -167,16 +184,29 @@ class Candidate:
         return {"ok": True}
 
     def check(self, when: str, full: bool = False) -> None:
-        """Refuse a candidate that reached for the judge, replaced its functions, left threads or handlers."""
+        """Refuse a candidate that reached for the judge, replaced its functions, left threads, modes or
+        handlers. Threads come first: with none of the candidate's left, none of its code runs from here
+        until its next call, whatever the judge calls (and the rest of the check calls nothing of its)."""
         if not self.defences or self.snapshot is None:
             return
+        started = self.findings.threads_running() if self.findings is not None else 0
+        if started or (threads := self.snapshot.new_threads()):
+            count, which = (started, "started in its code") if started else (len(threads), threads[0])
+            raise CandidateFault(
+                Status.REJECTED, f"the solution left {count} thread(s) running ({when}): {which}"
+            )
         self.check_attempts(when)
         if tampered := self.snapshot.tampered():
             raise CandidateFault(Status.REJECTED, f"{describe(tampered)} ({when})")
-        if threads := self.snapshot.new_threads():
-            raise CandidateFault(
-                Status.REJECTED, f"the solution left {len(threads)} thread(s) running ({when}): {threads[0]}"
-            )
+        if self.binaries is not None and (below := self.binaries.refused()):
+            raise CandidateFault(Status.REJECTED, f"{below} ({when})")
+        if mode := modes_left():
+            raise CandidateFault(Status.REJECTED, f"the solution left {mode} active ({when})")
+        for index, tensor in enumerate(self.exposed):
+            if (name := shadowed(tensor)) is not None:
+                raise CandidateFault(
+                    Status.REJECTED, f"the solution gave input {index} its own {name} ({when})"
+                )
         if full and (handlers := self.snapshot.new_signal_handlers()):
             raise CandidateFault(
                 Status.REJECTED, f"the solution installed a handler for {handlers[0]} ({when})"
@@ -274,12 +304,16 @@ class Candidate:
         spec = InputSpec.from_dict(request["input"])
         inputs = self._inputs(spec)
         model = self._model(spec)
+        perturbation = clock.fresh_seed() if request.get("fresh_perturbation") else None
+        if perturbation is not None:  # drawn now: nothing in any process knew it before this call
+            perturb.perturb_inputs(inputs, perturbation)
         if not self.defences:
             with torch.no_grad():
                 output = model(*inputs)
             self._sync()
             return {"ok": True, "outputs": self.exporter.export(as_outputs(output, self.device))}
         copies = pristine(inputs)
+        self.exposed = input_tensors(inputs)
         if self.device.startswith("cuda"):
             poison_free_gpu_memory(request.get("poison_bytes", 0))
         observation = Observation(self.device.startswith("cuda"))
@@ -291,14 +325,14 @@ class Candidate:
             if self.returned is not None:
                 self.returned.mark(caller)
             self._sync()
-            still_on = clock.profiler_enabled()
         finally:
-            cpu_events, gpu_work, graphs = observation.stop()
-        self.check_attempts("during forward")
-        if not still_on:
+            recorded = _stop(observation)
+        self.check("during forward", full=True)  # before anything else: nothing of the candidate's runs after
+        if recorded is None:
             raise CandidateFault(
                 Status.REJECTED, "the solution switched off the judge's recording during forward"
             )
+        cpu_events, gpu_work, graphs = recorded
         ops = audit_ops(cpu_events)
         assert self.own is not None
         marker = None
@@ -313,7 +347,6 @@ class Candidate:
         self._enforce(ops, kernels, "inside forward")
         if race := unsynchronised(gpu_work, marker):
             raise CandidateFault(Status.REJECTED, race)
-        self.check("during forward", full=True)
         check_unmodified(inputs, copies, "by forward")
         outputs = as_outputs(output, self.device)
         return {
@@ -322,6 +355,7 @@ class Candidate:
             "torch_ops": dict(ops.compute),
             "own_ns": kernels.own_ns,
             "gpu_ns": kernels.total_ns,
+            "perturb": perturbation,
         }
 
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -331,13 +365,15 @@ class Candidate:
         model = self._model(spec)
         input_sets = timing_input_sets(self.problem, spec, self.device)
         copies = [pristine(inputs) for inputs in input_sets] if self.defences else []
+        self.exposed = [tensor for inputs in input_sets for tensor in input_tensors(inputs)]
         gpu = self.device.startswith("cuda")
         observed = self.defences and not gpu  # on the GPU, the sampler's own CUPTI records are audited
 
         def after_each(sample: int | None) -> None:
             self.check("while timing")
-            recording = observed or sample is not None  # the GPU sampler records samples, not warm-up
-            if self.defences and recording and not clock.profiler_enabled():
+            # The GPU sampler records the calling thread's samples (not warm-up), and says so; the recorder
+            # of every thread on the CPU is proved whole when it stops.
+            if self.defences and gpu and sample is not None and not clock.profiler_enabled():
                 raise CandidateFault(
                     Status.REJECTED, "the solution switched off the judge's recording while timed"
                 )
@@ -355,8 +391,13 @@ class Candidate:
                     self._floor_calls(input_sets[0])
                 measurement = measure(run, len(input_sets), self.device, TimingPlan(**spec.plan), hooks)
         finally:
-            cpu_events = observation.stop()[0] if observation is not None else []
+            recorded = _stop(observation) if observation is not None else ([], [], 0)
         self.check("while timing", full=True)
+        if recorded is None:
+            raise CandidateFault(
+                Status.REJECTED, "the solution switched off the judge's recording while timed"
+            )
+        cpu_events = recorded[0]
         if self.defences and any(
             w.startswith("CUPTI saw") and "samples of" in w for w in measurement.warnings
         ):

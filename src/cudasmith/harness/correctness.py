@@ -4,6 +4,11 @@ The smallest config with one input set goes first, then one input set of every o
 to largest), then the remaining input sets and the harness's own drawn inputs of each. Each step asks
 the judge for the reference outputs (computed once per session), runs the candidate, and has the judge
 compare; the first failure ends the candidate, and its verdict says what failed and where.
+
+Without timing, each config is also checked once on inputs the candidate's worker perturbs just before
+the call, from fresh entropy (as timed calls are): inputs predicted from the secret seed, or reference
+outputs read from another process's memory, then answer nothing. The reference for them is computed only
+after the call.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 CPU_MAX_CONFIG_BYTES = 64 * 1024**2
 CPU_MAX_CONFIG_FLOPS = 2e9
 DRAWN = "harness-drawn inputs (signed, wider range than the problem's)"
+FRESH = "inputs perturbed afresh just before the call"
 # Why a candidate whose parameters could not be drawn fails where the default ones make the answer zero.
 UNCHECKABLE = (
     "the answer is zero up to round-off under the default parameters, which a kernel that computes nothing "
@@ -85,6 +91,8 @@ class Step:
     index: int
     hidden: bool
     spec: InputSpec
+    # The candidate's worker perturbs the inputs just before the call, from fresh entropy.
+    fresh: bool = False
 
     @property
     def drawn(self) -> bool:
@@ -98,9 +106,11 @@ def cascade(
     seeds_per_config: int,
     drawn: bool,
     parameters: bool = False,
+    fresh: bool = False,
 ) -> list[Step]:
     """The order of correctness steps: one input set of every config (smallest first), then the rest;
-    with `parameters`, module parameters drawn by the judge on every step."""
+    with `parameters`, module parameters drawn by the judge on every step; with `fresh`, one more step per
+    config on its first input set perturbed afresh in the candidate's worker."""
     by_size = sorted(selected, key=lambda item: config_bytes(descriptions[item[0]]))
 
     def spec(index: int, config: dict[str, Any], sample: int | None) -> InputSpec:
@@ -117,6 +127,8 @@ def cascade(
         steps += [Step(index, hidden, spec(index, config, s)) for s in range(1, seeds_per_config)]
         if drawn:
             steps.append(Step(index, hidden, spec(index, config, None)))
+        if fresh:
+            steps.append(Step(index, hidden, spec(index, config, 0), fresh=True))
     return steps
 
 
@@ -176,8 +188,15 @@ def check_candidate(
     problem, options = judge.problem, judge.options
     with_drawn = options.drawn_inputs and options.defences and not problem.has_validate
     with_parameters = options.drawn_parameters and options.defences
+    fresh = options.defences and not options.timing  # timed calls are re-checked on such inputs otherwise
     steps = cascade(
-        judge.selected, judge.described, judge.secret, options.seeds_per_config, with_drawn, with_parameters
+        judge.selected,
+        judge.described,
+        judge.secret,
+        options.seeds_per_config,
+        with_drawn,
+        with_parameters,
+        fresh,
     )
     first_call, constructed, undrawn, called = True, set(), set(), set()
     lazy = lazy_build(Path(verdict.solution).read_text(errors="replace"))
@@ -186,6 +205,8 @@ def check_candidate(
         name = label(step.index, config, step.hidden, problem)
         if step.drawn:
             name = f"{name} on {DRAWN}"
+        if step.fresh:
+            name = f"{name} on {FRESH}"
         judge.progress(f"checking {name}", number, len(steps))
         result = results[step.index]
         if step.index not in constructed:
@@ -225,7 +246,12 @@ def check_candidate(
             verdict.note(
                 f"the answer on {name} is {reference['zero_answer']}: errors are judged on that scale"
             )
-        request = {"op": "run", "input": spec.to_dict(), "poison_bytes": judge.output_bytes(step.index)}
+        request = {
+            "op": "run",
+            "input": spec.to_dict(),
+            "poison_bytes": judge.output_bytes(step.index),
+            "fresh_perturbation": step.fresh,
+        }
         started = time.monotonic()
         try:
             # A call is a step of the timing lease: a timing window waits for it to end. A first call
@@ -249,6 +275,8 @@ def check_candidate(
             return False
         for op, count in (reply.get("torch_ops") or {}).items():
             verdict.torch_ops[op] = max(int(count), verdict.torch_ops.get(op, 0))
+        if step.fresh:
+            spec = replace(spec, perturb=int(reply["perturb"]))  # the reference is computed only now
         comparison = judge.compare([(spec, reply.get("outputs"))], candidate.token)[0]
         result.seeds_checked += 1
         if "transfer" in comparison:

@@ -16,20 +16,22 @@ the candidate's own, so a decoy kernel of the same name does not launder a libra
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import gc
-import os
 import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from types import FunctionType, ModuleType
 from typing import Any
 
 from cudasmith.harness.audit import Origins
+from cudasmith.harness.binaries import SYSTEM_LIBRARY_DIRS, mapped_binaries, names_in_binary, read_binary
+from cudasmith.harness.recording import CpuEvent
 from cudasmith.harness.runtimes import runtime_kernels
-from cudasmith.timing import clock
-from cudasmith.timing.activity import Activity, activity_kind
+from cudasmith.timing.activity import Activity
 
 # fmt: off
 ALLOCATION = {
@@ -77,9 +79,6 @@ RESERVED_KERNEL_NAME = re.compile(
     r"|^cupy_|^(sm\d+_xmma|ampere_|volta_|turing_|maxwell_|nvjet_)|splitKreduce_kernel|^gemv2?[NT]_kernel",
     re.IGNORECASE,
 )
-# What a compiled extension's binary registers as its kernels: mangled C++ names and plain identifiers.
-_BINARY_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_$.]{2,512}(?=\x00)")
-GPU_WORK_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 def _load_demangler() -> Any:
@@ -110,60 +109,6 @@ def demangle(name: str) -> str:
         return ctypes.string_at(pointer).decode(errors="replace")
     finally:
         _free(pointer)
-
-
-@dataclass(frozen=True)
-class CpuEvent:
-    """One RecordFunction range: an operator or an annotation, on one thread (nanoseconds)."""
-
-    name: str
-    start_ns: int
-    end_ns: int
-    thread: int
-    kind: str
-
-
-def split_events(events: Iterable[Any], cuda_device_type: Any) -> tuple[list[CpuEvent], list[Activity]]:
-    """Kineto's events as operator ranges on the CPU and work on the GPU."""
-    cpu: list[CpuEvent] = []
-    gpu: list[Activity] = []
-    for event in events:
-        kind = activity_kind(event)
-        start = event.start_ns()
-        end = start + event.duration_ns()
-        if event.device_type() == cuda_device_type:
-            if kind in GPU_WORK_KINDS and "sync" not in event.name().lower():
-                gpu.append(Activity(event.name(), start, end, kind))
-        elif kind in ("cpu_op", "user_annotation", "cpu_event"):
-            cpu.append(CpuEvent(event.name(), start, end, event.start_thread_id(), kind))
-    # Without activity types (older torch), annotations mirrored onto the GPU's timeline look like kernels:
-    # they carry the names of ranges on the CPU, which no kernel has.
-    ranges = {event.name for event in cpu}
-    return cpu, [activity for activity in gpu if activity.name not in ranges]
-
-
-class Observation:
-    """The profiler recording operators, and on a GPU every kernel, copy and memset, between start and stop."""
-
-    def __init__(self, gpu: bool) -> None:
-        self.gpu = gpu
-        self._profile: Any = None
-
-    def start(self) -> None:
-        self._profile = clock.Profile(use_cpu=True, use_device="cuda" if self.gpu else None, use_kineto=True)
-        self._profile.__enter__()
-
-    def stop(self) -> tuple[list[CpuEvent], list[Activity], int]:
-        """Operators, GPU work, and how many CUDA graphs were launched."""
-        profile, self._profile = self._profile, None
-        profile.__exit__(None, None, None)
-        results = profile.kineto_results
-        if results is None:
-            raise RuntimeError("the profiler returned no results")
-        events = list(results.events())
-        cpu, gpu = split_events(events, clock.CUDA_DEVICE_TYPE)
-        graphs = sum(1 for event in events if "GraphLaunch" in event.name())
-        return cpu, gpu, graphs
 
 
 @dataclass
@@ -204,22 +149,37 @@ def _namespace(name: str) -> str:
 def audit_ops(events: list[CpuEvent], marker: str | None = None, floor_marker: str | None = None) -> OpAudit:
     """The compute among the operators: PyTorch operators that are not allocation, views, copies or
     metadata, counted where the candidate called them (what they call in turn is part of them). With
-    `marker`, only operators inside ranges of that name count (the calls, not the judge's work between), and
-    each range's time is kept (OpAudit.calls); ranges named `floor_marker` are the floor's calls."""
+    `marker`, only operators inside ranges of that name count (the calls, not the judge's work between);
+    on a thread with no such range (a helper thread of the candidate's), those that start during one. Each
+    range's time is kept (OpAudit.calls, with the compute on its own thread); ranges named `floor_marker` are
+    the floor's calls."""
     allowed = ALLOWED_OPS
     audit = OpAudit()
     by_thread: dict[int, list[CpuEvent]] = {}
     for event in events:
         by_thread.setdefault(event.thread, []).append(event)
+    windows = sorted((e.start_ns, e.end_ns) for e in events if e.name == marker)
+    starts = [start for start, _ in windows]
+
+    def during_a_call(event: CpuEvent) -> bool:
+        index = bisect.bisect_right(starts, event.start_ns) - 1
+        return index >= 0 and event.start_ns < windows[index][1]
+
     for thread_events in by_thread.values():
         thread_events.sort(key=lambda e: (e.start_ns, -e.end_ns))
+        marked_thread = any(event.name == marker for event in thread_events)
         stack: list[tuple[CpuEvent, bool, bool]] = []  # (event, inside a marker, inside an allowed op)
         calls: list[int] = []  # indexes into audit.calls of the marked calls open on this thread
         for event in thread_events:
             while stack and stack[-1][0].end_ns <= event.start_ns:
                 if stack.pop()[0].name == marker and calls:
                     calls.pop()
-            in_marker = marker is None or any(item[1] for item in stack[-1:])
+            if marker is None:
+                in_marker = True
+            elif marked_thread or stack:
+                in_marker = any(item[1] for item in stack[-1:])
+            else:
+                in_marker = during_a_call(event)
             covered = bool(stack) and stack[-1][2]
             if floor_marker is not None and event.name == floor_marker:
                 audit.floor.append(event.end_ns - event.start_ns)
@@ -273,25 +233,6 @@ class KernelAudit:
         self.library.update(other.library)
 
 
-# Where the system's and the environment's shared libraries live (a library that torch loads lazily, such
-# as cuBLASLt at the first matmul, comes from one of these or from site-packages). A candidate's compiled
-# extension placed here would only lose its claim to its own kernels.
-SYSTEM_LIBRARY_DIRS = tuple(
-    dict.fromkeys(
-        [
-            "/lib/",
-            "/lib64/",
-            "/usr/lib/",
-            "/usr/lib64/",
-            "/usr/local/cuda",
-            "/usr/local/nvidia/",
-            os.path.join(sys.prefix, "lib") + os.sep,
-            os.path.join(sys.base_prefix, "lib") + os.sep,
-        ]
-    )
-)
-
-
 class OwnKernels:
     """The names of the kernels the candidate's compilers built in this process."""
 
@@ -302,7 +243,7 @@ class OwnKernels:
         self.solution_source = solution_source
         self.names: set[str] = set()
         self.patterns: list[re.Pattern[str]] = []
-        self._scanned_binaries: set[str] = _mapped_binaries()
+        self._scanned_binaries: set[str] = set(mapped_binaries())
 
     def _claim(self, names: Iterable[str]) -> None:
         for name in names:
@@ -318,60 +259,41 @@ class OwnKernels:
         self._claim(self._triton_names())
         names, self.patterns = runtime_kernels(self.origins, self.solution_source)
         self._claim(names)
-        for path in _mapped_binaries():
+        for path, mapping in mapped_binaries().items():
             if (
                 path not in self._scanned_binaries
                 and not path.startswith(SYSTEM_LIBRARY_DIRS)
                 and self.origins.of_path(path) == "candidate"
             ):
                 self._scanned_binaries.add(path)
-                self._claim(_names_in_binary(path))
+                self._claim(names_in_binary(read_binary(path, mapping)))
 
     def _triton_names(self) -> list[str]:
+        """Names of the Triton JIT functions defined in candidate code, read through types' own slots only
+        (this runs after a call: nothing of the candidate's may run here)."""
         jit = sys.modules.get("triton.runtime.jit")
-        function_type = getattr(jit, "JITFunction", None) if jit else None
-        if function_type is None:
+        function_type = vars(jit).get("JITFunction") if type(jit) is ModuleType else None
+        if not isinstance(function_type, type):
             return []
         found = []
         for obj in gc.get_objects():
-            if isinstance(obj, function_type):
-                code = getattr(getattr(obj, "fn", None), "__code__", None)
-                if code is not None and self.origins.of(code) == "candidate":
-                    found.append(obj.fn.__name__)
+            if not issubclass(type(obj), function_type):
+                continue
+            # Its attributes as the collector sees them (its dict, or the values themselves), no lookup:
+            # among them the Python function it compiles.
+            for ref in gc.get_referents(obj):
+                values = list(dict.values(ref)) if type(ref) is dict else [ref]
+                found += [
+                    value.__name__
+                    for value in values
+                    if type(value) is FunctionType and self.origins.of(value.__code__) == "candidate"
+                ]
         return found
 
     def is_own(self, name: str) -> bool:
         if name in self.names:
             return True
         return not RESERVED_KERNEL_NAME.search(name) and any(p.search(name) for p in self.patterns)
-
-
-def _mapped_binaries() -> set[str]:
-    """Every shared object mapped into this process, however it was loaded (load_inline's extensions
-    are imported without an entry in sys.modules)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            return {
-                line.split(None, 5)[5].strip()
-                for line in maps
-                if ".so" in line and len(line.split(None, 5)) == 6
-            }
-    except OSError:
-        return {
-            str(getattr(m, "__file__", ""))
-            for m in list(sys.modules.values())
-            if str(getattr(m, "__file__", "")).endswith(".so")
-        }
-
-
-def _names_in_binary(path: str) -> list[str]:
-    """Every identifier-like string in a compiled extension (its registered kernel names among them)."""
-    try:
-        with open(path, "rb") as binary:
-            data = binary.read()
-    except OSError:
-        return []
-    return [match.decode() for match in _BINARY_NAME.findall(data)]
 
 
 def audit_kernels(work: Iterable[Activity] | dict[str, dict[str, Any]], own: OwnKernels) -> KernelAudit:

@@ -20,6 +20,9 @@ from cudasmith.timing.protocol import L2_STATES
 SEEDS_PER_CONFIG = 3
 # Importing the solution, its compilation included (a load_inline build takes ~45 s on an H200).
 LOAD_TIMEOUT_S = 120.0
+# The judge's own workers (reference, baselines) loading the problem: importing it, building its model and
+# EXPERT (which may compile), making the first inputs. Not a candidate's allowance, so not an option.
+PROBLEM_LOAD_TIMEOUT_S = 300.0
 # Added to the first call's limit: Triton compiles and autotunes then.
 FIRST_CALL_EXTRA_S = 10.0
 # Without a --time-limit, a call may take this many times the reference's own time, and at least CALL_FLOOR_S.
@@ -47,6 +50,7 @@ GPU_MEMORY_PER_CANDIDATE = 4 * 1024**3
 # operators ran and what share of the time the solution's own kernels took).
 RULES = ("strict", "kernelbench")
 
+# Told how far a long job is: (what is being done, steps done, steps in all).
 Progress = Callable[[str, int, int], None]
 
 

@@ -9,6 +9,7 @@ code, so its validator runs here too.
 
 from __future__ import annotations
 
+import ctypes
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from cudasmith.hardware import device_name
 from cudasmith.harness.calls import TimedCalls, spec_inputs, timing_input_sets
 from cudasmith.harness.check import Comparison, judge
 from cudasmith.harness.messages import InputSpec, TimeSpec
-from cudasmith.harness.observe import Observation
+from cudasmith.harness.recording import Observation
 from cudasmith.harness.scale import ZERO_ANSWER_OWN_ERROR, computation_scale
 from cudasmith.harness.transfer import TransferError, import_outputs
 from cudasmith.tasks import perturb
@@ -37,7 +38,8 @@ from cudasmith.tasks.inputs import (
 from cudasmith.tasks.parameters import draw_into, drawn_values
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.timing.measure import measure
+from cudasmith.timing.protocol import TimingPlan
 
 # Reference outputs kept on the device for the session, at most this share of its memory (or, on the
 # CPU, this many bytes); the least recently used go first.
@@ -46,6 +48,7 @@ CPU_CACHE_BYTES = 2 * 1024**3
 # On drawn inputs where the reference implementation's own error against float64 exceeds this, the
 # function is not computable in the task dtype there (a softmax saturated, gradients vanished): skipped.
 DRAWN_MAX_OWN_ERROR = 0.5
+PR_SET_DUMPABLE = 4
 
 
 @dataclass
@@ -76,10 +79,18 @@ def _own_error(expected: list[torch.Tensor], expected64: list[torch.Tensor]) -> 
     return worst
 
 
+def _keep_memory_private() -> None:
+    """Reference outputs live in this process: other processes of the user may not read its memory
+    (/proc/PID/mem, ptrace). A candidate running as root keeps CAP_SYS_PTRACE; what stops it then is that
+    the outputs that decide a verdict are computed only after its call (correctness.py)."""
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 class ReferenceWorker:
     """The problem's Model: reference outputs, comparisons and baseline timings, on one device."""
 
     def __init__(self, setup: dict[str, Any]) -> None:
+        _keep_memory_private()
         self.device: str = setup["device"]
         self.defences: bool = setup.get("defences", True)
         self.problem = load_module(Path(setup["problem"]), "problem")
@@ -273,7 +284,7 @@ class ReferenceWorker:
         return {"ok": True, "measurement": summary}
 
     def peaks(self, request: dict[str, Any]) -> dict[str, Any]:
-        from cudasmith.device import ensure_peaks
+        from cudasmith.device.speed_of_light import ensure_peaks
 
         peaks = ensure_peaks(self.device, remeasure=bool(request.get("remeasure")))
         return {"ok": True, "peaks": peaks.to_dict()}

@@ -17,7 +17,7 @@ from cudasmith.timing import clock
 from cudasmith.timing.activity import Activity
 
 MARKER_SOURCE = 'extern "C" __global__ void {name}() {{}}'
-# The verdict's words for the race, which report/rules.py reads.
+# The verdict's words for the race, which store/rules.py reads.
 UNSYNCHRONISED = "unsynchronised side stream"
 
 

@@ -38,20 +38,20 @@ from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import Hold, lease_for
 from cudasmith.harness.memory import too_large
 from cudasmith.harness.messages import InputSpec
-from cudasmith.harness.options import EvalOptions, Progress
+from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S, EvalOptions, Progress
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timed import time_candidate
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
+from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.tasks.problem import Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
 
-# The judge's own requests: loading and describing the problem; computing and comparing outputs
-# (float64 references of large configs take seconds on a CPU); measuring the device (first time only).
-JUDGE_LOAD_TIMEOUT_S = 300.0
+# The judge's own requests: computing and comparing outputs (float64 references of large configs take
+# seconds on a CPU); measuring the device (first time only). Loading the problem: PROBLEM_LOAD_TIMEOUT_S.
 JUDGE_CALL_TIMEOUT_S = 600.0
 PEAKS_TIMEOUT_S = 300.0
 
@@ -91,6 +91,7 @@ class Judge:
         usable_device(options.device)  # the GPU named is here
         self.progress: Progress = progress or (lambda what, done, total: None)
         self.secret = options.seed if options.seed is not None else secrets.randbits(62)
+        self.problem = problem = for_session(problem, self.secret)
         self.worker_device = "cuda" if options.on_gpu else "cpu"  # workers see their one GPU as cuda:0
         self.in_flight = options.candidates_in_flight()
         # The lease of this GPU as the driver names it (cuda:1 of a process that sees 2,3 is GPU 3).
@@ -185,7 +186,7 @@ class Judge:
             (self._describe_id, "describing the configs"),
         ):
             try:
-                reply, _ = self._judge.wait(request_id, JUDGE_LOAD_TIMEOUT_S, what)
+                reply, _ = self._judge.wait(request_id, PROBLEM_LOAD_TIMEOUT_S, what)
             except WorkerFailure as failure:
                 raise self._reference_failed(failure) from None
             if not reply.get("ok"):

@@ -1,55 +1,47 @@
 """Tamper detection inside the worker: what the candidate must not replace, and what it must not leave behind.
 
-The worker takes a snapshot before any candidate code is imported: the identity of every name the
-judge relies on (its own modules and classes, the comparison and timing functions of torch and time),
-the threads alive and the signal handlers. Afterwards, after every call of the candidate (timed calls
-included), it checks that each name still refers to the same object: a replacement that the candidate
-installs for a while and removes later is caught while it is in place. The judge itself calls the
-objects it captured, so a replacement changes nothing it measures; the check makes the attempt visible.
+The worker takes a snapshot before any candidate code is imported: the namespaces the judge relies on (its
+own modules and classes; the modules and classes it calls between a candidate's call and the export of its
+outputs: torch, tensors' methods, the profiler and the readers of its records, timers, files), the threads
+alive and the signal handlers. After every call of the candidate (timed calls included), before anything
+else, it checks that each name still refers to the same object: a replacement installed for a while is
+caught while it is in place, and none is ever called by the judge afterwards.
+
+A check never runs candidate code. It holds the namespaces' own dicts (so a module whose class was swapped
+cannot intercept a lookup), reads types with `type()`, compares by identity, and looks names up only in
+dicts whose keys are all plain strings (a key of another type could compare equal to a name and run its
+`__eq__`). Threads are known by their idents: the judge's own reference to threading's registry, and the
+interpreter's list of threads running Python (a raw `_thread` thread is in the second only).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import operator
 import signal
 import sys
 import threading
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
-# (module, attribute path) pairs a candidate might patch to fool a judge: comparisons and timers.
-WATCHED = (
-    ("torch", "allclose"),
-    ("torch", "isclose"),
-    ("torch", "equal"),
-    ("torch", "eq"),
-    ("torch", "randint"),
-    ("torch", "Generator"),
-    ("torch.Tensor", "__eq__"),
-    ("torch.Tensor", "__ne__"),
-    ("torch.Tensor", "data_ptr"),
-    ("torch.Tensor", "clone"),
-    ("torch.Tensor", "copy_"),
-    ("torch.Tensor", "view"),
-    ("torch.testing", "assert_close"),
-    ("torch.cuda", "synchronize"),
-    ("torch.cuda", "Event"),
-    ("torch.cuda.Event", "record"),
-    ("torch.cuda.Event", "elapsed_time"),
-    ("torch.cuda.Event", "synchronize"),
-    ("torch.cuda", "current_stream"),
-    ("torch.autograd.profiler", "profile"),
-    ("time", "perf_counter"),
-    ("time", "perf_counter_ns"),
-    ("time", "monotonic"),
-    ("time", "time"),
-    ("os", "urandom"),
-    ("json", "dumps"),
-    ("builtins", "type"),
-    ("builtins", "isinstance"),
-)
+import torch
+
+# Modules whose callables are watched, besides the judge's own: comparisons, copies and timers, the
+# profiler and its switches, files and shared memory: what the judge calls between a call and the export.
+WATCHED_MODULES = (
+    "builtins", "torch", "torch.cuda", "torch.testing", "torch._C", "torch._C._autograd", "torch._C._profiler",
+    "torch.autograd.profiler", "time", "os", "json", "mmap", "math", "pathlib", "contextlib", "signal",
+)  # fmt: skip
+# Classes watched whole, with their bases (no entry replaced, none added: a new entry would shadow a base's):
+# the methods the judge calls on tensors, the profiler's and its records' readers, paths, no_grad.
+WATCHED_CLASSES = (
+    ("torch", "Tensor"), ("torch.cuda", "Event"), ("torch.autograd.profiler", "profile"),
+    ("torch._C._autograd", "_KinetoEvent"), ("torch._C._autograd", "_ProfilerResult"),
+    ("torch._C._profiler", "ProfilerConfig"), ("torch._C._profiler", "_ExperimentalConfig"),
+    ("pathlib", "PosixPath"), ("torch", "no_grad"),
+)  # fmt: skip
 # Functions of packages that may be imported only after the candidate (Triton is imported by Triton
 # solutions); they are checked by where their code lives rather than by identity.
 WATCHED_BY_ORIGIN = (("triton.testing", "do_bench", "triton"),)
@@ -60,79 +52,144 @@ HARNESS_PACKAGES = (
     "cudasmith.tasks",
     "cudasmith.runtime",
 )
+_MISSING = object()
 
 
-def _resolve(dotted: str, attribute: str) -> Any:
-    """`torch.cuda` + `Event`: the attribute of a module, or of a class inside one."""
-    try:
-        owner = importlib.import_module(f"{dotted}.{attribute}")
-        return owner
-    except ImportError:
-        pass
-    try:
-        return getattr(importlib.import_module(dotted), attribute)
-    except ImportError:
-        module, _, name = dotted.rpartition(".")
-        return getattr(getattr(importlib.import_module(module), name), attribute)
+def _only_names(namespace: Any) -> bool:
+    """Whether every key is a plain str (then a lookup by name compares strings only)."""
+    return set(map(type, namespace)) <= {str}
 
 
-def _namespaces() -> list[tuple[str, Any]]:
-    """The judge's own namespaces: each harness module's dict and each of its classes' dicts."""
-    found: list[tuple[str, Any]] = []
+def _harness_modules() -> list[tuple[str, ModuleType]]:
+    found = []
     for name, module in list(sys.modules.items()):
         spec = getattr(module, "__spec__", None)
         real_name = spec.name if name == "__main__" and spec is not None else name  # the worker's own module
-        if not isinstance(module, ModuleType) or not real_name.startswith(HARNESS_PACKAGES):
-            continue
-        found.append((name, vars(module)))
-        for attribute, value in list(vars(module).items()):
-            if isinstance(value, type) and value.__module__ == name:
-                found.append((f"{name}.{attribute}", value.__dict__))
+        if isinstance(module, ModuleType) and real_name.startswith(HARNESS_PACKAGES):
+            found.append((name, module))
     return found
 
 
+class Watched:
+    """One namespace as it was: its dict, its owner's type, and the values that must stay."""
+
+    def __init__(self, label: str, owner: Any, whole: bool) -> None:
+        self.label = label
+        self.owner = owner
+        self.owner_type = type(owner)
+        self.namespace = vars(owner)  # a module's dict, or a class's mapping: the objects, not a lookup
+        self.whole = whole
+        kept = {
+            key: value
+            for key, value in list(self.namespace.items())
+            if type(key) is str and (whole or callable(value))
+        }
+        self.keys = tuple(kept)
+        self.values = tuple(kept.values())
+        self.size = len(self.namespace)
+
+    def changes(self) -> list[str]:
+        """What changed: the owner's class, a key that is not a name, an entry replaced or (whole) added."""
+        if type(self.owner) is not self.owner_type:
+            return [f"{self.label}.__class__"]
+        if not _only_names(self.namespace):
+            return [f"{self.label} (a key that is not a name)"]
+        now = list(map(self.namespace.get, self.keys, [_MISSING] * len(self.keys)))
+        if all(map(operator.is_, now, self.values)):
+            if self.whole and len(self.namespace) != self.size:
+                added = sorted(set(self.namespace) - set(self.keys))
+                return [f"{self.label}.{added[0] if added else '?'}"]
+            return []
+        return [
+            f"{self.label}.{key}"
+            for key, old, new in zip(self.keys, self.values, now, strict=True)
+            if new is not old and not _rewrapped_by_torch(new, old)
+        ]
+
+
+def _rewrapped_by_torch(new: Any, old: Any) -> bool:
+    """Whether `new` is PyTorch's own wrapper of `old` (importing torch._dynamo wraps torch.manual_seed), read
+    through the function type's slots only."""
+    if type(new) is not FunctionType or not _only_names(new.__dict__):
+        return False
+    if new.__dict__.get("__wrapped__", None) is not old:
+        return False
+    filename = new.__code__.co_filename
+    return type(filename) is str and filename.startswith(_TORCH_DIR)
+
+
+_TORCH_DIR = str(Path(torch.__file__).parent) + "/"
+
+
+def _watched() -> list[Watched]:
+    watched = []
+    for name, module in _harness_modules():
+        watched.append(Watched(name, module, whole=False))
+        for attribute, value in list(vars(module).items()):
+            if isinstance(value, type) and value.__module__ == name:
+                watched.append(Watched(f"{name}.{attribute}", value, whole=False))
+    for name in WATCHED_MODULES:
+        with contextlib.suppress(ImportError):
+            watched.append(Watched(name, importlib.import_module(name), whole=False))
+    for module, attribute in WATCHED_CLASSES:
+        with contextlib.suppress(ImportError, AttributeError):
+            cls = getattr(importlib.import_module(module), attribute)
+            for base in cls.__mro__[:-1]:  # object is immutable
+                watched.append(Watched(f"{module}.{base.__name__}", base, whole=True))
+    return watched
+
+
 class Snapshot:
-    """Identities of watched objects, threads and signal handlers, taken before candidate code runs."""
+    """Namespaces, threads and signal handlers as they were before candidate code ran."""
 
     def __init__(self) -> None:
-        # (label, owner, attribute, value): the owner resolved once, so a check is one getattr.
-        self.watched: list[tuple[str, Any, str, Any]] = []
-        for module, attribute in WATCHED:
-            with contextlib.suppress(ImportError, AttributeError):
-                owner = _resolve(*module.rsplit(".", 1)) if "." in module else importlib.import_module(module)
-                self.watched.append((f"{module}.{attribute}", owner, attribute, getattr(owner, attribute)))
-        # (label, namespace, key, value): every callable in the judge's namespaces, checked by identity.
-        self.entries: list[tuple[str, Any, str, Any]] = [
-            (f"{label}.{key}", namespace, key, value)
-            for label, namespace in _namespaces()
-            for key, value in list(namespace.items())
-            if callable(value) and not key.startswith("__")
-        ]
+        self.watched = _watched()
+        self._modules: dict[str, Any] = sys.modules
         # The registry itself, held by the judge: a check reads its keys and calls nothing the candidate made.
         self._active: dict[Any, Any] = threading._active
-        self.threads = set(dict.keys(self._active))
+        self._running_python = sys._current_frames
+        self.threads = self._thread_idents()
         self.signals = {number: signal.getsignal(number) for number in signal.valid_signals()}
+
+    def _thread_idents(self) -> set[int]:
+        """Threading's registered threads and every thread running Python code (raw `_thread` ones too).
+        The frames are dropped unread; a key that is not an int is reported as a thread of its own."""
+        keys = [*dict.keys(self._active), *self._running_python()]
+        return {key if type(key) is int else -1 for key in keys}
 
     def tampered(self) -> list[str]:
         """Names now bound to other objects than at the snapshot (fast enough to run after every call)."""
-        changed = [label for label, namespace, key, value in self.entries if namespace.get(key) is not value]
-        changed += [
-            label
-            for label, owner, attribute, value in self.watched
-            if getattr(owner, attribute, None) is not value
-        ]
+        changed = [label for watched in self.watched for label in watched.changes()]
+        if not _only_names(self._modules):
+            return [*changed, "sys.modules (a key that is not a name)"]
         for module, attribute, package in WATCHED_BY_ORIGIN:
-            loaded = sys.modules.get(module)
-            function = getattr(loaded, attribute, None) if loaded else None
-            if loaded is not None and not _defined_in(function, package):
+            loaded = self._modules.get(module)
+            if loaded is not None and not self._defined_in(loaded, attribute, package):
                 changed.append(f"{module}.{attribute}")
         return changed
 
+    def _defined_in(self, module: Any, attribute: str, package: str) -> bool:
+        """Whether `module.attribute` is a plain function of `package`'s files; found through the module's
+        dict and read through types' own slots only (the module came from the candidate's reach)."""
+        root = self._modules.get(package)
+        if type(module) is not ModuleType or type(root) is not ModuleType:
+            return False
+        namespace, root_namespace = module.__dict__, root.__dict__
+        if not _only_names(namespace) or not _only_names(root_namespace):
+            return False
+        function, root_file = namespace.get(attribute), root_namespace.get("__file__")
+        if type(function) is not FunctionType or type(root_file) is not str:
+            return False
+        filename = function.__code__.co_filename
+        return type(filename) is str and Path(filename).resolve().is_relative_to(
+            Path(root_file).resolve().parent
+        )
+
     def new_threads(self) -> list[str]:
-        """Threads registered now that were not at the snapshot, by ident. Nothing is asked of the entries
-        (no `is_alive()`, no `.name`): an entry is the candidate's object, and a call on it would run its code
-        after the timer stopped; threading removes a thread's entry when the thread ends."""
-        return [f"ident {key!r}" for key in list(dict.keys(self._active)) if key not in self.threads]
+        """Threads now alive that were not at the snapshot, by ident. Nothing is asked of them (no
+        `is_alive()`, no `.name`): a registry entry is the candidate's object, and a call on it would run its
+        code after the timer stopped; a thread's entry and its frames go when it ends."""
+        return [f"ident {ident}" for ident in sorted(self._thread_idents() - self.threads)]
 
     def new_signal_handlers(self) -> list[str]:
         """Signals whose handler changed (a handler runs between the judge's calls and sees its frame)."""
@@ -144,12 +201,32 @@ class Snapshot:
         return changed
 
 
-def _defined_in(function: Any, package: str) -> bool:
-    code = getattr(function, "__code__", None)
-    root = sys.modules.get(package)
-    if code is None or root is None or not getattr(root, "__file__", None):
-        return False
-    return Path(code.co_filename).resolve().is_relative_to(Path(root.__file__).resolve().parent)
+# Every name a tensor answers through its class: an entry of the same name in a tensor's own dict would
+# answer instead (a method such as `detach` is not a data descriptor), and run when the judge calls it.
+_TENSOR_NAMES = frozenset(name for cls in torch.Tensor.__mro__ for name in vars(cls))
+
+
+def shadowed(tensor: Any) -> str | None:
+    """What makes a tensor the judge will read not a plain one: its class changed, or an entry of its own
+    dict shadowing a tensor's method or attribute (named); None when it is plain."""
+    if type(tensor) is not torch.Tensor:
+        return "__class__"
+    own = tensor.__dict__  # torch.Tensor's own slot: its class is watched whole
+    if not own:
+        return None
+    if not _only_names(own):
+        return "a key that is not a name"
+    return next((key for key in own if key in _TENSOR_NAMES), None)
+
+
+def modes_left() -> str | None:
+    """A PyTorch mode the candidate left active after its call (its code would run inside every later
+    operator the judge calls), named; None when the mode stacks are empty."""
+    if torch._C._len_torch_function_stack():
+        return "a TorchFunctionMode"
+    if torch._C._len_torch_dispatch_stack():
+        return "a TorchDispatchMode"
+    return None
 
 
 def describe(names: list[str]) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cudasmith.errors import UsageError
 from cudasmith.llm.base import Completion, Message, Provider, Request
-from cudasmith.llm.client import Budget, LLMClient, Response, Usage
+from cudasmith.llm.client import Budget, LLMClient, Response
 from cudasmith.llm.config import LLMConfig, load_llm_config
 
 PROVIDER_KINDS = ("openai", "anthropic", "hf", "replay")
@@ -33,7 +33,6 @@ __all__ = [
     "Provider",
     "Request",
     "Response",
-    "Usage",
     "load_llm_config",
     "make_client",
     "make_provider",

@@ -11,13 +11,14 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 
 from cudasmith.errors import BudgetExhausted, LLMError
 from cudasmith.llm.base import Completion, Provider, ProviderError, Request
 from cudasmith.llm.config import LLMConfig, Price
+from cudasmith.store.records import Usage
+from cudasmith.timestamps import now_iso
 
 log = logging.getLogger("cudasmith.llm")
 
@@ -42,28 +43,6 @@ class Budget:
     def add(self, cost_usd: float) -> None:
         """Count money spent."""
         self.spent_usd += cost_usd
-
-
-@dataclass
-class Usage:
-    """Totals over a client's life."""
-
-    calls: int = 0
-    completions: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_completions: int = 0
-
-    def add(self, completion: Completion) -> None:
-        """Count one completion."""
-        self.completions += 1
-        self.input_tokens += completion.input_tokens or 0
-        self.output_tokens += completion.output_tokens or 0
-        if completion.cost_usd is None:
-            self.unpriced_completions += 1
-        else:
-            self.cost_usd += completion.cost_usd
 
 
 def price_of(completion: Completion, price: Price | None) -> float | None:
@@ -208,7 +187,7 @@ class LLMClient:
         if self.record_path is None:
             return
         entry = {
-            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "time": now_iso(),
             "model": self.spec,
             "request": asdict(request),
             "completions": [c.to_dict() for c in response.completions],

@@ -21,12 +21,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cudasmith.errors import UsageError
 from cudasmith.llm.base import DEFAULT_MAX_TOKENS
+
+# A table of settings, as load_settings returns it.
+SettingsModel = TypeVar("SettingsModel", bound=BaseModel)
 
 # Where settings come from when no --config is given: this variable, else this file in the current directory.
 CONFIG_ENV = "CUDASMITH_CONFIG"
@@ -47,11 +50,13 @@ BACKOFF_MAX_S = 60.0
 MAX_CONCURRENCY = 8
 
 
-class _Strict(BaseModel):
+class StrictSettings(BaseModel):
+    """A table of settings: an unknown key is an error (a typo never passes silently), values are frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Endpoint(_Strict):
+class Endpoint(StrictSettings):
     """An API endpoint: which API it speaks, where it is, and which variable holds its key."""
 
     api: Literal["openai", "anthropic"] = "openai"
@@ -70,21 +75,21 @@ class Endpoint(_Strict):
         return self.base_url or os.environ.get(BASE_URL_ENV[self.api]) or None
 
 
-class Price(_Strict):
+class Price(StrictSettings):
     """US dollars per million tokens."""
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
 
 
-class LocalModel(_Strict):
+class LocalModel(StrictSettings):
     """Settings of `hf:` models run in this process with transformers."""
 
     device: str | None = Field(None, description="cuda or cpu (default: cuda when a GPU is visible).")
     dtype: str = Field("auto", description="torch dtype of the weights, or 'auto' for the checkpoint's.")
 
 
-class LLMConfig(_Strict):
+class LLMConfig(StrictSettings):
     """Everything the language model side needs; defaults work with nothing configured."""
 
     model: str | None = None
@@ -150,14 +155,22 @@ def read_config_table(table: str, explicit: str | Path | None = None) -> tuple[d
     return value, path
 
 
-def load_llm_config(explicit: str | Path | None = None, **overrides: Any) -> LLMConfig:
-    """The `[llm]` settings, validated; keyword overrides (not None) win over the file."""
-    table, path = read_config_table("llm", explicit)
-    table = {**table, **{k: v for k, v in overrides.items() if v is not None}}
+def load_settings(
+    settings: type[SettingsModel], table: str, explicit: str | Path | None, overrides: dict[str, Any]
+) -> SettingsModel:
+    """The `[table]` settings as `settings`, validated, overrides (those not None) winning over the file;
+    a one-line UsageError naming the key that is wrong."""
+    values, path = read_config_table(table, explicit)
+    values = {**values, **{k: v for k, v in overrides.items() if v is not None}}
     try:
-        return LLMConfig.model_validate(table)
+        return settings.model_validate(values)
     except ValidationError as exc:
         error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "llm"
+        where = ".".join(str(p) for p in error["loc"]) or table
         source = f"{path}: " if path else ""
-        raise UsageError(f"{source}llm.{where}: {error['msg']}") from None
+        raise UsageError(f"{source}{table}.{where}: {error['msg']}") from None
+
+
+def load_llm_config(explicit: str | Path | None = None, **overrides: Any) -> LLMConfig:
+    """The `[llm]` settings, validated; keyword overrides (not None) win over the file."""
+    return load_settings(LLMConfig, "llm", explicit, overrides)

@@ -18,6 +18,7 @@ from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.llm.base import Completion, Provider, ProviderError, Request
+from cudasmith.store import RunStore
 
 # The file a run directory records its model's answers in.
 RESPONSES_FILE = "responses.jsonl"
@@ -41,8 +42,6 @@ def _is_store(path: Path) -> bool:
 
 
 def _from_store(path: Path, run_id: str | None) -> list[Completion]:
-    from cudasmith.store import RunStore
-
     with RunStore(path) as store:
         runs = store.runs()
         if run_id is None and not runs:

@@ -7,8 +7,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cudasmith.device import PEAKS_NOISY_SPREAD, DevicePeaks
+from cudasmith.device import DevicePeaks
 from cudasmith.device.launch_cost import LaunchCost
+from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD
 
 # How each property is shown: its label and how its value is written.
 PROPERTY_FORMATS = {

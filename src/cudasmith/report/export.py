@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import UsageError
-from cudasmith.report.metrics import speedup_of
-from cudasmith.report.runs import task_runs
 from cudasmith.store import CandidateRecord, Run, RunStore, Turn
+from cudasmith.store.metrics import speedup_of
+from cudasmith.store.runs import task_runs
 
 CORRECT_BONUS = 0.3
 RETURN_DISCOUNT = 0.4

@@ -1,4 +1,4 @@
-"""The report's plots, as Plotly figures built from runs (cudasmith.report.runs.RunView).
+"""The report's plots, as Plotly figures built from runs (cudasmith.store.runs.RunView).
 
 Each function returns a figure, or None when no run has what it plots (a bench of files has no search
 progress; a CPU run timed against eager only has no torch.compile curve).
@@ -13,9 +13,9 @@ from plotly.subplots import make_subplots
 
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.harness.verdict import STATUSES, geometric_mean
-from cudasmith.report.metrics import fast_p_curve, speedup_of
-from cudasmith.report.rules import RULE_TITLES
-from cudasmith.report.runs import RunView
+from cudasmith.store.metrics import fast_p_curve, speedup_of
+from cudasmith.store.rules import RULE_TITLES
+from cudasmith.store.runs import RunView
 
 STATUS_COLOURS = {
     "correct": "#2ca02c",

@@ -15,8 +15,8 @@ from plotly.offline import get_plotlyjs
 
 from cudasmith.report import figures
 from cudasmith.report.leaderboard import LEGEND, leaderboard
-from cudasmith.report.rules import RULE_TITLES
-from cudasmith.report.runs import RunView
+from cudasmith.store.rules import RULE_TITLES
+from cudasmith.store.runs import RunView
 
 # The page may run its own inline scripts and styles and nothing else: the browser refuses any load from
 # the network, so the report views the same offline, and leaks nothing about the runs when opened.

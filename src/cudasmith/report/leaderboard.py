@@ -7,10 +7,10 @@ from rich.console import Console
 from rich.table import Table
 
 from cudasmith.harness.baselines import BASELINES
-from cudasmith.report.metrics import FAST_P, Summary
-from cudasmith.report.rules import RULE_TITLES
-from cudasmith.report.runs import RunView
 from cudasmith.report.verdict_table import STATUS_STYLE
+from cudasmith.store.metrics import FAST_P, Summary
+from cudasmith.store.rules import RULE_TITLES
+from cudasmith.store.runs import RunView
 from cudasmith.wording import plural
 
 # Leaderboards rank runs by this fast_p against eager PyTorch: correct and faster.

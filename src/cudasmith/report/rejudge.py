@@ -19,9 +19,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cudasmith.report.metrics import speedup_of
-from cudasmith.report.rules import rule_broken
 from cudasmith.store import CandidateRecord
+from cudasmith.store.metrics import speedup_of
+from cudasmith.store.rules import rule_broken
 
 # Shares of a correct kernel's timed GPU time (CPU time on the CPU) in the solution's own kernels: at least
 # CUSTOM_MIN_SHARE, a custom kernel; at least MIXED_MIN_SHARE, a custom kernel with PyTorch (or a library)

@@ -87,7 +87,7 @@ def print_task_details(details: dict[str, Any], source: bool = True, console: Co
     for column in ("#", "FLOPs", "bytes moved", "FLOP/B", "SOL", "floor"):
         work.add_column(column, no_wrap=True, justify="right")
     for figure in figures:
-        label = "hidden" if figure["hidden"] else str(figure["index"])
+        label = str(figure["index"])
         sizes.add_row(
             label,
             config_text(figure["config"]),
@@ -106,6 +106,8 @@ def print_task_details(details: dict[str, Any], source: bool = True, console: Co
         )
     console.print(sizes)
     console.print(work)
+    if details["hidden"]:
+        console.print(f"[dim]{details['hidden']}.[/]", highlight=False)
     partial = [figure for figure in figures if "unknown" in figure]
     if partial:
         which = "every config" if len(partial) == len(figures) else "some configs"

@@ -7,8 +7,10 @@ are typed from the function's signature), so the whole pipeline runs and is test
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import platform
+import re
 import shutil
 import subprocess
 import threading
@@ -19,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from cudasmith.errors import CompileError, CudasmithError
+from cudasmith.errors import CompileError, CudasmithError, ForbiddenBuild
 from cudasmith.hardware import cpu_name
 from cudasmith.runtime.args import pack_arguments
 from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
@@ -30,6 +32,11 @@ from cudasmith.runtime.signature import Param, parse_signature
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp")
 LANGUAGES = {"c": ("CC", "gcc", "-std=c11", ".c"), "c++": ("CXX", "g++", "-std=c++17", ".cpp")}
 COMPILE_TIMEOUT_S = 120
+# PyTorch's own libraries named in a flag (-ltorch_cpu, -l:libc10.so, a path to libtorch_cuda.so): a kernel
+# linked against them could call ATen's kernels below the dispatcher, unrecorded, as if they were its own.
+TORCH_LIBRARY = re.compile(r"(-l:?|lib)(torch|c10)\w*")
+# Sealed: no process, this one included, may write, grow or shrink the file again.
+SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
 @cache
@@ -74,18 +81,34 @@ _compiled: dict[str, CFunction] = {}
 _compiled_lock = threading.Lock()
 
 
-def compile_c(source: str, name: str, *, language: str = "c", flags: Sequence[str] = ()) -> CFunction:
-    """Compile `source` into a shared library and return its function `name`; cached by content."""
+def compile_c(
+    source: str, name: str, *, language: str = "c", flags: Sequence[str] = (), disk_cache: bool = True
+) -> CFunction:
+    """Compile `source` into a shared library and return its function `name`; cached by content.
+    `disk_cache=False` builds it in sealed memory, never read from or written to the cache on disk (for
+    code that must be what was compiled, whoever can write the cache: the judge's own helpers)."""
     if language not in LANGUAGES:
         raise CudasmithError(f"language must be one of {sorted(LANGUAGES)}, not {language!r}")
+    if linked := next((flag for flag in flags if TORCH_LIBRARY.search(flag)), None):
+        raise ForbiddenBuild(
+            f"linking PyTorch's libraries ({linked}) is refused: ATen's kernels called from C would count as "
+            "the solution's own"
+        )
     compiler, version = _compiler(language)
     all_flags = [*DEFAULT_FLAGS, LANGUAGES[language][2], *flags]
     key = content_key(source, name, language, "\0".join(all_flags), version, platform.machine(), cpu_name())
+    key = key if disk_cache else content_key(key, "memory")
     with _compiled_lock:
         if key in _compiled:
             return _compiled[key]
     params = parse_signature(source, name)
     started = time.perf_counter()
+    if not disk_cache:
+        library, log = _build_in_memory(compiler, all_flags, language, source, name)
+        function = CFunction(name, library, params, log, time.perf_counter() - started)
+        with _compiled_lock:
+            _compiled[key] = function
+        return function
     directory = cache_dir("cpu")
     library_path = directory / f"{key}.so"
     log, from_cache = "", library_path.is_file() and artifact_trusted(key, library_path)
@@ -113,3 +136,47 @@ def compile_c(source: str, name: str, *, language: str = "c", flags: Sequence[st
     with _compiled_lock:
         _compiled[key] = function
     return function
+
+
+def _run(command: list[str], stdin: bytes, descriptors: tuple[int, ...]) -> str:
+    """Run the compiler with `descriptors` inherited; its log, or a CompileError."""
+    try:
+        result = subprocess.run(
+            command,
+            input=stdin,
+            capture_output=True,
+            pass_fds=descriptors,
+            timeout=COMPILE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"{Path(command[0]).name} took longer than {COMPILE_TIMEOUT_S} s") from None
+    log = (result.stderr + result.stdout).decode(errors="replace")
+    if result.returncode != 0:
+        raise CompileError.from_log(Path(command[0]).name, log)
+    return log
+
+
+def _build_in_memory(
+    compiler: str, flags: list[str], language: str, source: str, name: str
+) -> tuple[Path, str]:
+    """Compile and link into sealed memory files: no file of the build is ever on disk where another
+    process could change it (-pipe keeps the assembly in pipes; the object and the library are memfds)."""
+    compile_flags = [flag for flag in flags if flag != "-shared"]
+    link_flags = [flag for flag in flags if flag in ("-shared", "-fopenmp") or flag.startswith(("-l", "-L"))]
+    objects = os.memfd_create(f"{name}.o", os.MFD_ALLOW_SEALING)
+    library = os.memfd_create(f"{name}.so", os.MFD_ALLOW_SEALING)
+    try:
+        compile_command = [compiler, *compile_flags, "-pipe", "-c", "-x", language, "-"]
+        log = _run([*compile_command, "-o", f"/proc/self/fd/{objects}"], source.encode(), (objects,))
+        fcntl.fcntl(objects, fcntl.F_ADD_SEALS, SEALS)
+        link_command = [compiler, *link_flags, f"/proc/self/fd/{objects}"]
+        log += _run([*link_command, "-o", f"/proc/self/fd/{library}"], b"", (objects, library))
+        fcntl.fcntl(library, fcntl.F_ADD_SEALS, SEALS)
+    except BaseException:
+        os.close(library)
+        raise
+    finally:
+        os.close(objects)
+    # The descriptor stays open for the life of the process: the library is loaded through it.
+    return Path(f"/proc/self/fd/{library}"), log

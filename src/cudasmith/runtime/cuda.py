@@ -253,17 +253,25 @@ def compiled_kernel_names() -> set[str]:
 
 
 def compile_cuda(
-    source: str, name: str, *, options: Sequence[str] = (), arch: str | None = None
+    source: str,
+    name: str,
+    *,
+    options: Sequence[str] = (),
+    arch: str | None = None,
+    disk_cache: bool = True,
 ) -> CudaKernel:
     """Compile the `__global__` function `name` (a template instance such as 'add<float>' works too).
 
     Results are cached in memory and on disk by source, name, options, target and NVRTC version.
-    `arch` defaults to the current GPU's; compiling needs no GPU when it is given.
+    `arch` defaults to the current GPU's; compiling needs no GPU when it is given. `disk_cache=False`
+    neither reads nor writes the disk cache (for code that must be what was compiled, whoever can write
+    the cache: the judge's own kernels); NVRTC compiles in memory.
     """
     arch = arch or device_arch()
     all_options = [f"--gpu-architecture={arch}", "-std=c++17", *options]
     all_options += [f"-I{d}" for d in include_dirs()]
     key = content_key(source, name, "\0".join(all_options), _nvrtc_version())
+    key = key if disk_cache else content_key(key, "memory")
     with _compiled_lock:
         if key in _compiled:
             return _compiled[key]
@@ -271,15 +279,17 @@ def compile_cuda(
     started = time.perf_counter()
     directory = cache_dir("cuda")
     cubin_path, meta_path = directory / f"{key}.cubin", directory / f"{key}.json"
-    if cubin_path.is_file() and meta_path.is_file() and artifact_trusted(key, cubin_path, meta_path):
+    cached = disk_cache and cubin_path.is_file() and meta_path.is_file()
+    if cached and artifact_trusted(key, cubin_path, meta_path):
         meta = json.loads(meta_path.read_text())
         kernel = CudaKernel(name, meta["lowered_name"], arch, cubin_path.read_bytes(), params, meta["log"])
         kernel.from_cache = True
     else:
         cubin, lowered, log = _nvrtc_compile(source, name, all_options)
-        write_atomically(cubin_path, cubin)
-        write_atomically(meta_path, json.dumps({"lowered_name": lowered, "log": log}).encode())
-        seal_artifact(key, cubin_path, meta_path)
+        if disk_cache:
+            write_atomically(cubin_path, cubin)
+            write_atomically(meta_path, json.dumps({"lowered_name": lowered, "log": log}).encode())
+            seal_artifact(key, cubin_path, meta_path)
         kernel = CudaKernel(name, lowered, arch, cubin, params, log)
     kernel.compile_seconds = time.perf_counter() - started
     with _compiled_lock:

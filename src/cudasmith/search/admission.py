@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.exec import Job, ProblemRef
+from cudasmith.harness.nsight import profile
 from cudasmith.llm import request_for
 from cudasmith.search.convert import candidate_from_record, no_solution_verdict, request_to_dict
 from cudasmith.search.novelty import NoveltyFilter
 from cudasmith.search.resources import describe_resources, ptxas_resources
 from cudasmith.search.state import Search
-from cudasmith.search.strategies.base import Candidate, best, rank
+from cudasmith.search.strategies.base import SearchCandidate, best, rank
 from cudasmith.search.verifier import PRIORITY, parse_opinion, verifier_prompt
 from cudasmith.store import CallRecord, CandidateRecord, code_hash
 
@@ -32,7 +33,7 @@ class Admission:
     def __init__(
         self,
         search: Search,
-        observe: Callable[[Candidate, int | None], None],
+        observe: Callable[[SearchCandidate, int | None], None],
         spawn: Callable[[Coroutine[Any, Any, None], str], None],
         complete: Callable[[CallRecord], Awaitable[CallRecord | None]],
     ) -> None:
@@ -41,7 +42,7 @@ class Admission:
         self._spawn = spawn
         self._complete = complete
         self.queue: list[int] = []
-        self.waiting: dict[int, Candidate] = {}
+        self.waiting: dict[int, SearchCandidate] = {}
         self.paths: dict[int, Path] = {}
         self.opinions: dict[int, str] = {}
         self.novelty = NoveltyFilter(search.context.config.novelty_threshold)
@@ -91,7 +92,7 @@ class Admission:
         elif self.s.verifier is not None:
             self._spawn(self._verify(candidate), "verify")
 
-    async def _verify(self, candidate: Candidate) -> None:
+    async def _verify(self, candidate: SearchCandidate) -> None:
         context = self.s.context
         assert self.s.verifier is not None and candidate.source is not None
         prompt = verifier_prompt(
@@ -124,7 +125,7 @@ class Admission:
         self.queue.sort(key=lambda cid: (PRIORITY.get(self.opinions.get(cid), 1), cid))
         self._spawn(self._judge(self.waiting.pop(self.queue.pop(0))), "judge")
 
-    async def _judge(self, candidate: Candidate) -> None:
+    async def _judge(self, candidate: SearchCandidate) -> None:
         loop = asyncio.get_running_loop()
         context, store = self.s.context, self.s.store
         assert candidate.source is not None
@@ -161,13 +162,11 @@ class Admission:
         store.update_candidate(candidate.id, meta=candidate.meta)
         self._observe(candidate, None)
 
-    def _is_new_best(self, candidate: Candidate) -> bool:
+    def _is_new_best(self, candidate: SearchCandidate) -> bool:
         top = best(list(self.s.context.candidates.values()))
         return candidate.correct and (top is None or rank(candidate) < rank(top))
 
-    def _profile(self, candidate: Candidate, path: Path) -> Any:
-        from cudasmith.harness.nsight import profile
-
+    def _profile(self, candidate: SearchCandidate, path: Path) -> Any:
         assert candidate.verdict is not None
         public = [c for c in candidate.verdict.configs if not c.hidden and isinstance(c.config, dict)]
         slowest = max(public, key=lambda c: c.time_ms or 0.0, default=None)

@@ -12,22 +12,32 @@ import json
 import secrets
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cudasmith.device import usable_device
 from cudasmith.errors import BudgetExhausted, LLMError, UsageError
-from cudasmith.harness.options import EvalOptions
+from cudasmith.exec import make_executor
+from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.verdict import Verdict
-from cudasmith.llm import LLMConfig, Usage, load_llm_config, make_client
+from cudasmith.llm import LLMConfig, load_llm_config, make_client
 from cudasmith.llm.base import Completion
 from cudasmith.llm.replay import RESPONSES_FILE
-from cudasmith.search.hardware import Hardware
+from cudasmith.search.config import OptimizeConfig
+from cudasmith.search.driver import drive
+from cudasmith.search.ensemble import Ensemble
+from cudasmith.search.feedback import verdict_from_dict
+from cudasmith.search.hardware import Hardware, describe_hardware
+from cudasmith.search.judge import cache_key
 from cudasmith.search.parsing import ParsedAnswer
 from cudasmith.search.prompts import Parent, PromptBuilder
+from cudasmith.search.state import Search
+from cudasmith.search.strategies import OneShot, SearchContext
+from cudasmith.store import RunStore, Usage
+from cudasmith.store.db import new_run_id
+from cudasmith.store.start import new_run
+from cudasmith.tasks.lookup import find_named
 from cudasmith.tasks.problem import Problem
 from cudasmith.wording import plural
 
@@ -35,11 +45,9 @@ from cudasmith.wording import plural
 RUNS_DIR = Path("runs")
 STORE_FILE = "cudasmith.db"
 
-Progress = Callable[[str, int, int], None]
-
 
 @dataclass
-class Candidate:
+class JudgedAnswer:
     """One answer of the model: what it cost, the solution found in it, and the judge's verdict."""
 
     index: int
@@ -69,13 +77,13 @@ class AskResult:
     model: str
     task: str
     device: str
-    candidates: list[Candidate]
+    candidates: list[JudgedAnswer]
     usage: Usage
     errors: list[str]
     wall_s: float
 
     @property
-    def best(self) -> Candidate | None:
+    def best(self) -> JudgedAnswer | None:
         """The fastest correct candidate (the first correct one when none was timed)."""
         correct = [c for c in self.candidates if c.verdict.correct]
         return max(correct, key=lambda c: c.verdict.speedup or 0.0, default=None)
@@ -98,16 +106,13 @@ class AskResult:
 
 def new_run_dir(root: Path, kind: str = "ask") -> Path:
     """A fresh directory `root/kind-YYYYmmdd-HHMMSS-xxxx` (its name is the run's id in the store)."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = root / f"{kind}-{stamp}-{secrets.token_hex(2)}"
+    path = root / new_run_id(kind)
     path.mkdir(parents=True)
     return path
 
 
 def load_problem_or_task(problem: Problem | str | Path, problem_dir: str | Path | None = None) -> Problem:
     """A loaded problem, a problem file's path, or a task's name (built-in, or of `problem_dir`)."""
-    from cudasmith.tasks.lookup import find_named
-
     return problem if isinstance(problem, Problem) else find_named(problem, problem_dir)
 
 
@@ -115,10 +120,8 @@ def _candidate_file(key: str, candidate_id: int) -> str:
     return f"candidate_{key.rsplit('/', 1)[-1]}.py"
 
 
-def _candidates(search: Any, run_dir: Path) -> list[Candidate]:
+def _candidates(search: Any, run_dir: Path) -> list[JudgedAnswer]:
     """The run's candidates as `ask` reports them, their answers and verdicts also written as files."""
-    from cudasmith.search.feedback import verdict_from_dict
-
     store, run_id = search.store, search.run.id
     completions = {c.id: c for call in store.calls(run_id, "propose") for c in call.completions}
     found = []
@@ -133,7 +136,9 @@ def _candidates(search: Any, run_dir: Path) -> list[Candidate]:
         verdict = verdict_from_dict(record.verdict or {"status": "compile_error", "reason": "not judged"})
         (run_dir / f"candidate_{index}.verdict.json").write_text(json.dumps(record.verdict, indent=2) + "\n")
         path = None if record.path is None else Path(record.path)
-        found.append(Candidate(index, Completion.from_dict(answer.completion_dict()), parsed, verdict, path))
+        found.append(
+            JudgedAnswer(index, Completion.from_dict(answer.completion_dict()), parsed, verdict, path)
+        )
     return found
 
 
@@ -155,19 +160,6 @@ def ask(
 
     result = cudasmith.ask("level1/softmax", "openai:gpt-5-mini", n=4, device="cpu")
     """
-    from cudasmith.device import software_versions
-    from cudasmith.exec import make_executor
-    from cudasmith.hardware import device_name
-    from cudasmith.harness.version import harness_version
-    from cudasmith.search.config import OptimizeConfig
-    from cudasmith.search.driver import drive
-    from cudasmith.search.ensemble import Ensemble
-    from cudasmith.search.hardware import describe_hardware
-    from cudasmith.search.judge import cache_key
-    from cudasmith.search.state import Search
-    from cudasmith.search.strategies import OneShot, SearchContext
-    from cudasmith.store import Run, RunStore
-
     started = time.monotonic()
     if n < 1:
         raise UsageError("n must be at least 1")
@@ -191,19 +183,16 @@ def ask(
     settings = OptimizeConfig(n=n, tunable_trials=0, profile=False)
     store = RunStore(Path(runs_dir) / STORE_FILE)
     run = store.create_run(
-        Run(
-            kind="ask",
-            task=problem.name,
-            task_version=problem.source_hash,
+        new_run(
+            "ask",
+            problem.name,
+            problem.source_hash,
+            device,
+            seed,
             problem_path=str(problem.path),
             strategy="one-shot",
             models=[spec],
             options={"search": settings.model_dump(mode="json"), "budget_usd": config.budget_usd},
-            device=device,
-            device_name=device_name(device),
-            versions=software_versions(),
-            harness_version=harness_version(),
-            secret_seed=seed,
             directory=str(run_dir),
             id=run_dir.name,
         )

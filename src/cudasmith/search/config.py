@@ -14,10 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from cudasmith.errors import UsageError
-from cudasmith.llm.config import read_config_table
+from cudasmith.llm.config import StrictSettings, load_settings
 from cudasmith.search.novelty import NEAR_DUPLICATE_RATIO
 
 # CUDA-LLM's FSR: N candidates per round, D rounds; we stop earlier after PATIENCE rounds without a gain
@@ -33,18 +32,14 @@ MAX_IN_FLIGHT = 4
 MAX_QUEUED = 2
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FSRConfig(_Strict):
+class FSRConfig(StrictSettings):
     """Feature Search and Reinforcement (CUDA-LLM)."""
 
     failures_shown: int = Field(4, ge=0, description="Distinct failures of the last round put in the prompt.")
     feedback_chars: int = Field(4000, ge=200, description="Characters of failure feedback at most.")
 
 
-class EvolveConfig(_Strict):
+class EvolveConfig(StrictSettings):
     """Islands and a MAP-Elites grid (OpenEvolve's defaults for islands and migration)."""
 
     islands: int = Field(5, ge=1)
@@ -73,7 +68,7 @@ class EvolveConfig(_Strict):
         return self
 
 
-class OptimizeConfig(_Strict):
+class OptimizeConfig(StrictSettings):
     """Everything a search needs besides the models and the judge's options."""
 
     strategy: Literal["fsr", "evolve", "one-shot"] = "fsr"
@@ -97,12 +92,4 @@ class OptimizeConfig(_Strict):
 
 def load_optimize_config(explicit: str | Path | None = None, **overrides: Any) -> OptimizeConfig:
     """The `[optimize]` settings, validated; keyword overrides (not None) win over the file."""
-    table, path = read_config_table("optimize", explicit)
-    table = {**table, **{k: v for k, v in overrides.items() if v is not None}}
-    try:
-        return OptimizeConfig.model_validate(table)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "optimize"
-        source = f"{path}: " if path else ""
-        raise UsageError(f"{source}optimize.{where}: {error['msg']}") from None
+    return load_settings(OptimizeConfig, "optimize", explicit, overrides)

@@ -11,7 +11,7 @@ from cudasmith.llm import Message, Request
 from cudasmith.search.feedback import verdict_from_dict
 from cudasmith.search.prompts import Prompt
 from cudasmith.search.resources import KernelResources, describe_resources
-from cudasmith.search.strategies.base import Candidate
+from cudasmith.search.strategies.base import SearchCandidate
 from cudasmith.store import CandidateRecord
 from cudasmith.tasks.problem import Problem
 
@@ -46,9 +46,9 @@ def facts_from_meta(meta: dict[str, Any]) -> tuple[str, ...]:
     return tuple(facts)
 
 
-def candidate_from_record(record: CandidateRecord) -> Candidate:
+def candidate_from_record(record: CandidateRecord) -> SearchCandidate:
     """A stored candidate as a strategy sees it."""
-    return Candidate(
+    return SearchCandidate(
         id=record.id,
         proposal=record.key.rsplit("/", 1)[0],
         round=record.round,

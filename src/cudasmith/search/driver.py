@@ -29,7 +29,7 @@ from cudasmith.search.convert import (
 )
 from cudasmith.search.parsing import parse_answer
 from cudasmith.search.state import Outcome, Search, Snapshot
-from cudasmith.search.strategies.base import Candidate, Proposal, best
+from cudasmith.search.strategies.base import Proposal, SearchCandidate, best
 from cudasmith.store import CallRecord, CandidateRecord, code_hash
 
 # After this many calls in a row failed for good (retries spent), the run stops: the model is down.
@@ -141,20 +141,32 @@ class Driver:
         """The candidates a proposal brought without a model (tunable variants)."""
         values = proposal.meta.get("values", [])
         return [
-            self.s.store.add_candidate(
-                self.s.run.id,
-                f"{proposal.key}/{index}",
+            self._add(
+                proposal,
+                index,
                 "tunable",
-                round=proposal.round,
-                island=proposal.island,
-                operator=proposal.operator,
-                parents=list(proposal.parents),
-                source=source,
-                code_hash=code_hash(source),
+                source,
                 meta={"tunables": values[index] if index < len(values) else {}},
             )
             for index, source in enumerate(proposal.sources)
         ]
+
+    def _add(
+        self, proposal: Proposal, index: int, origin: str, source: str | None, **fields: Any
+    ) -> CandidateRecord:
+        """Store the proposal's candidate `index`: its key, lineage and code (`fields`: the rest)."""
+        return self.s.store.add_candidate(
+            self.s.run.id,
+            f"{proposal.key}/{index}",
+            origin,
+            round=proposal.round,
+            island=proposal.island,
+            operator=proposal.operator,
+            parents=list(proposal.parents),
+            source=source,
+            code_hash=None if source is None else code_hash(source),
+            **fields,
+        )
 
     async def _complete(self, call: CallRecord) -> CallRecord | None:
         """The call's answers: stored ones, else asked for now and stored; None when it failed for good."""
@@ -193,17 +205,12 @@ class Driver:
         for completion in answered.completions:
             parsed = parse_answer(completion.text, proposal.parent_source, completion.finish_reason)
             records.append(
-                self.s.store.add_candidate(
-                    self.s.run.id,
-                    f"{proposal.key}/{completion.index}",
+                self._add(
+                    proposal,
+                    completion.index,
                     "llm",
-                    round=proposal.round,
-                    island=proposal.island,
-                    operator=proposal.operator,
-                    parents=list(proposal.parents),
+                    parsed.source,
                     completion_id=completion.id,
-                    source=parsed.source,
-                    code_hash=None if parsed.source is None else code_hash(parsed.source),
                     parse={"kind": parsed.kind, "reason": parsed.reason, "notes": parsed.notes},
                     meta={"model": answered.model},
                 )
@@ -222,7 +229,7 @@ class Driver:
 
     # Settling.
 
-    def _observe(self, candidate: Candidate, observed: int | None = None) -> None:
+    def _observe(self, candidate: SearchCandidate, observed: int | None = None) -> None:
         if observed is None:
             observed = self.observed
             self.s.store.update_candidate(candidate.id, observed=observed)

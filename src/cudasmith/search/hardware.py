@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.device import DevicePeaks, load_peaks
-from cudasmith.hardware import cpu_name
+from cudasmith.hardware import cpu_name, driver_attributes
 
 # What each compute capability adds that a kernel writer can use (the nearest one at or below the
 # device's, within its major version, applies).
@@ -101,25 +101,6 @@ def capability_features(major: int, minor: int) -> str | None:
 def nvrtc_target(major: int, minor: int) -> str:
     """The target cudasmith.runtime.compile_cuda compiles for (the 'a' features from Hopper on)."""
     return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
-
-
-def _driver_attributes(index: int) -> dict[str, int]:
-    """Limits torch does not report, from the CUDA driver when cuda-python is installed."""
-    try:
-        from cuda.bindings import driver
-
-        driver.cuInit(0)
-        error, device = driver.cuDeviceGet(index)
-        if int(error) != 0:
-            return {}
-        values = {}
-        for key, name in DRIVER_ATTRIBUTES.items():
-            error, value = driver.cuDeviceGetAttribute(getattr(driver.CUdevice_attribute, name), device)
-            if int(error) == 0:
-                values[key] = int(value)
-        return values
-    except Exception:  # no cuda-python, no driver: these facts stay out of the prompt
-        return {}
 
 
 def gpu_facts(props: Any, driver: Mapping[str, int]) -> list[tuple[str, str]]:
@@ -238,7 +219,7 @@ def describe_hardware(device: str, measured: Mapping[str, float] | None = None) 
             return Hardware(device, "unknown GPU", (("GPU", note),))
         index = torch.device(device).index or 0
         props = torch.cuda.get_device_properties(index)
-        facts = gpu_facts(props, _driver_attributes(index))
+        facts = gpu_facts(props, driver_attributes(index, DRIVER_ATTRIBUTES))
         name, target = props.name, nvrtc_target(props.major, props.minor)
         peaks_name: str | None = props.name
     else:

@@ -8,18 +8,18 @@ cudasmith.optimize(resume=result.run_id)       # goes on after a crash, nothing 
 from __future__ import annotations
 
 import asyncio
-import secrets
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cudasmith.device import usable_device
 from cudasmith.errors import CudasmithError, UsageError
 from cudasmith.exec import check_executor, make_executor
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.version import harness_version
 from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
+from cudasmith.search.ask import load_problem_or_task
 from cudasmith.search.config import OptimizeConfig, load_optimize_config
 from cudasmith.search.driver import drive
 from cudasmith.search.ensemble import Ensemble
@@ -29,7 +29,8 @@ from cudasmith.search.prompts import PromptBuilder
 from cudasmith.search.state import Search, Snapshot
 from cudasmith.search.strategies import STRATEGIES, SearchContext, best
 from cudasmith.search.summary import summarize
-from cudasmith.store import Run, RunStore, new_run_id
+from cudasmith.store import Run, RunStore
+from cudasmith.store.start import new_run
 from cudasmith.tasks.problem import Problem, load_problem
 
 
@@ -60,14 +61,12 @@ def _new_run(
     options: EvalOptions,
     budget_usd: float | None,
 ) -> Run:
-    from cudasmith.device import software_versions
-    from cudasmith.hardware import device_name
-
-    seed = options.seed if options.seed is not None else secrets.randbits(32)
-    run = Run(
-        kind="optimize",
-        task=problem.name,
-        task_version=problem.source_hash,
+    run = new_run(
+        "optimize",
+        problem.name,
+        problem.source_hash,
+        options.device,
+        options.seed,
         problem_path=str(problem.path),
         strategy=config.strategy,
         models=models,
@@ -76,13 +75,7 @@ def _new_run(
             "judge": options.stored(),
             "budget_usd": budget_usd,
         },
-        device=options.device,
-        device_name=device_name(options.device),
-        versions=software_versions(),
-        harness_version=harness_version(),
-        secret_seed=seed,
     )
-    run.id = new_run_id("optimize")
     run.directory = str(store.path.parent / run.id)
     return store.create_run(run)
 
@@ -128,9 +121,6 @@ def optimize(
     Candidates are judged by `executor`: 'local' (a judge session on each GPU that `gpus` names, all
     visible by default) or 'ray' (sessions as Ray actors on the cluster at `address`, or on a Ray
     instance started for the run); `build_workers` compile candidates ahead on CPUs."""
-    from cudasmith.device import usable_device
-    from cudasmith.search.ask import load_problem_or_task
-
     llm_config = llm_config or load_llm_config()
     run_store = RunStore(store)
     if resume is not None:

@@ -16,17 +16,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from cudasmith.errors import ProblemError, UsageError
+from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
+from cudasmith.harness.options import SEEDS_PER_CONFIG
 from cudasmith.harness.verdict import Verdict
 from cudasmith.llm.base import Message
+from cudasmith.llm.config import read_config_table
+from cudasmith.runtime.cpu import DEFAULT_FLAGS
 from cudasmith.search.feedback import verdict_feedback
 from cudasmith.search.hardware import Hardware, describe_hardware
+from cudasmith.tasks.hidden import is_drawn
 from cudasmith.tasks.problem import FLOAT_DTYPES, Problem, load_module
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 # Said under the configs of a problem that has hidden ones, and only then.
 HIDDEN_CONFIGS_LINE = (
-    "Hidden configs with other sizes (odd ones included) are checked too: handle every valid shape."
+    "Hidden configs ({count}) with other sizes (odd ones included) are checked too: handle every valid shape."
 )
 # The sections of the user message, in order; `contract` is contract_cuda or contract_cpu by device.
 FIRST_SECTIONS = ("task", "hardware", "rules", "contract", "answer")
@@ -136,7 +143,7 @@ def configs_block(problem: Problem) -> str:
                 f"- config {index}: `{json.dumps(config)}`" + (f": inputs {shapes}" if shapes else "")
             )
     if problem.hidden_configs:
-        lines += ["", HIDDEN_CONFIGS_LINE]
+        lines += ["", HIDDEN_CONFIGS_LINE.format(count=len(problem.hidden_configs))]
     return "\n".join(lines)
 
 
@@ -156,11 +163,6 @@ def shape_texts(problem: Problem) -> dict[str, str]:
 
 def correctness_block(problem: Problem) -> str:
     """How outputs are compared, with the thresholds that apply to this problem."""
-    import torch
-
-    from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
-    from cudasmith.harness.options import SEEDS_PER_CONFIG
-
     dtype = problem.dtype or "float32"
     lines = [
         f"- dtype: {problem.dtype or 'that of the reference outputs'}; compute in it or in a higher precision.",
@@ -228,8 +230,6 @@ class PromptBuilder:
         hardware = hardware or describe_hardware(device)
         key = (problem.name, problem.source_hash, device, hardware)
         if key not in self._task_values:
-            from cudasmith.runtime.cpu import DEFAULT_FLAGS
-
             self._task_values[key] = {
                 "task_name": problem.name,
                 "description": problem.description or "(no description: the reference says what it computes)",
@@ -276,8 +276,6 @@ class PromptBuilder:
 
 def templates_from_config(explicit: str | Path | None = None) -> Path | None:
     """The templates directory named by `[prompts] templates` in cudasmith.toml (relative to that file)."""
-    from cudasmith.llm.config import read_config_table
-
     table, path = read_config_table("prompts", explicit)
     unknown = set(table) - {"templates"}
     if unknown:
@@ -293,7 +291,7 @@ def templates_from_config(explicit: str | Path | None = None) -> Path | None:
 def _refuse_hidden_configs(problem: Problem, prompt: Prompt) -> None:
     text = prompt.system + prompt.user
     for config in problem.hidden_configs:
-        if config in problem.configs or not config:
+        if config in problem.configs or not config or is_drawn(config):  # a drawn one has no fixed shape
             continue
         if json.dumps(config) in text or repr(config) in text:
             raise ProblemError(

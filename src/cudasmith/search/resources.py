@@ -18,6 +18,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cudasmith.errors import CudasmithError
+from cudasmith.runtime.cuda import _nvrtc_compile, include_dirs
+
 # A child compiling a handful of kernels finishes in seconds; this bounds a pathological source.
 PTXAS_TIMEOUT_S = 120.0
 ENTRY = re.compile(r"Compiling entry function '([^']+)'")
@@ -136,9 +139,6 @@ def describe_resources(resources: list[KernelResources], arch: str) -> str:
 
 
 def main() -> None:
-    from cudasmith.errors import CudasmithError
-    from cudasmith.runtime.cuda import _nvrtc_compile, include_dirs
-
     options = [f"--gpu-architecture={sys.argv[1]}", "-std=c++17", "--ptxas-options=-v"]
     options += [f"-I{directory}" for directory in include_dirs()]
     found: list[KernelResources] = []

@@ -12,7 +12,7 @@ from cudasmith.exec import Executor, ExecutorStats
 from cudasmith.harness.options import EvalOptions
 from cudasmith.llm import Budget, LLMClient, LLMConfig
 from cudasmith.search.ensemble import Ensemble
-from cudasmith.search.strategies.base import Candidate, SearchContext, Strategy
+from cudasmith.search.strategies.base import SearchCandidate, SearchContext, Strategy
 from cudasmith.store import CacheKey, Run, RunStore
 
 
@@ -49,7 +49,7 @@ class Snapshot:
     queued: int
     judging: int
     calls_in_flight: int
-    best: Candidate | None
+    best: SearchCandidate | None
     spent_usd: float
     latency_s: float | None
     idle_s: float

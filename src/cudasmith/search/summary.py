@@ -10,46 +10,34 @@ from typing import Any
 from cudasmith.search.convert import candidate_from_record
 from cudasmith.search.strategies.base import best
 from cudasmith.search.verifier import agreement
-from cudasmith.store import Run, RunStore
+from cudasmith.store import CallRecord, Run, RunStore, Usage
+from cudasmith.store.runs import model_costs
 
 
-def cost_summary(store: RunStore, run_id: str, correct: int) -> dict[str, Any]:
-    """Tokens and dollars per model and in all; `usd` is None while any answer's price is unknown."""
-    by_model: dict[str, dict[str, Any]] = {}
-    for call in store.calls(run_id):
-        entry = by_model.setdefault(
-            call.model,
-            {
-                "calls": 0,
-                "answers": 0,
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "known_usd": 0.0,
-                "unpriced_answers": 0,
-            },
-        )
-        entry["calls"] += 1
-        for completion in call.completions:
-            entry["answers"] += 1
-            entry["input_tokens"] += completion.input_tokens or 0
-            entry["output_tokens"] += completion.output_tokens or 0
-            if completion.cost_usd is None:
-                entry["unpriced_answers"] += 1
-            else:
-                entry["known_usd"] += completion.cost_usd
-    for entry in by_model.values():
-        entry["usd"] = entry["known_usd"] if not entry["unpriced_answers"] else None
-    known = sum(e["known_usd"] for e in by_model.values())
-    unpriced = sum(e["unpriced_answers"] for e in by_model.values())
-    usd = known if not unpriced else None
+def _tokens_and_dollars(usage: Usage) -> dict[str, Any]:
+    """A tally as the summary writes it."""
     return {
-        "usd": usd,
-        "known_usd": known,
-        "unpriced_answers": unpriced,
-        "input_tokens": sum(e["input_tokens"] for e in by_model.values()),
-        "output_tokens": sum(e["output_tokens"] for e in by_model.values()),
-        "per_correct_usd": usd / correct if usd is not None and correct else None,
-        "by_model": by_model,
+        "calls": usage.calls,
+        "answers": usage.completions,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "known_usd": usage.cost_usd,
+        "unpriced_answers": usage.unpriced_completions,
+        "usd": usage.usd,
+    }
+
+
+def cost_summary(calls: list[CallRecord], correct: int) -> dict[str, Any]:
+    """Tokens and dollars per model and in all (store.runs.model_costs); `usd` is None while any answer's
+    price is unknown."""
+    by_model = model_costs(calls)
+    total = sum(by_model.values(), Usage())
+    in_all = _tokens_and_dollars(total)
+    return {
+        "usd": total.usd,
+        **{key: in_all[key] for key in ("known_usd", "unpriced_answers", "input_tokens", "output_tokens")},
+        "per_correct_usd": total.usd / correct if total.usd is not None and correct else None,
+        "by_model": {model: _tokens_and_dollars(usage) for model, usage in by_model.items()},
     }
 
 
@@ -91,7 +79,7 @@ def summarize(
         "judged": len([v for v in verdicts if v.code_hash is not None]),
         "cached": sum(r.verdict_cached for r in records),
         "rounds": 1 + max((c.round for c in candidates), default=-1),
-        "cost": cost_summary(store, run.id, correct),
+        "cost": cost_summary(calls, correct),
         "llm": {
             "calls": len(calls),
             "failed_calls": sum(c.status == "failed" for c in calls),

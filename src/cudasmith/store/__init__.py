@@ -5,7 +5,7 @@ what `optimize` and `ask` did.
 Where: `./runs/cudasmith.db` (beside the run directories), or `$CUDASMITH_STORE`, or `--store PATH`.
 
     with RunStore() as store:
-        run = store.create_run(Run(kind="bench", task=..., task_version=problem.source_hash, ...))
+        run = store.create_run(new_run("bench", task, problem.source_hash, device, seed))  # store.start
         candidate = store.add_candidate(run.id, "file:a.py", "file", source=text, code_hash=code_hash(text))
         store.record_verdict(candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id)
 
@@ -55,9 +55,9 @@ from cudasmith.store.records import (
     CompletionRecord,
     Run,
     Turn,
+    Usage,
     VerdictRecord,
     code_hash,
-    now_iso,
 )
 from cudasmith.store.schema import SCHEMA_VERSION
 
@@ -72,9 +72,9 @@ __all__ = [
     "Run",
     "RunStore",
     "Turn",
+    "Usage",
     "VerdictRecord",
     "code_hash",
     "default_store_path",
     "new_run_id",
-    "now_iso",
 ]

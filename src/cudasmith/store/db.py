@@ -30,9 +30,9 @@ from cudasmith.store.records import (
     Run,
     Turn,
     VerdictRecord,
-    now_iso,
 )
 from cudasmith.store.schema import MIGRATIONS, SCHEMA_VERSION
+from cudasmith.timestamps import STORE_TIMESPEC, now_iso
 
 # Where the store lives unless --store or this variable says otherwise (relative to the working
 # directory, beside the run directories of `ask` and `optimize`).
@@ -131,7 +131,7 @@ class RunStore:
     def create_run(self, run: Run) -> Run:
         """Store a new run (an id is made when it has none) and return it as stored."""
         run.id = run.id or new_run_id(run.kind)
-        run.created_at = run.updated_at = now_iso()
+        run.created_at = run.updated_at = now_iso(STORE_TIMESPEC)
         columns = {k: v for k, v in asdict(run).items() if k not in ("stop_reason", "summary")}
         columns["secret_seed"] = masked_seed(run.secret_seed, run.id)  # never in clear in the file
         columns["seed_masked"] = 1
@@ -172,7 +172,13 @@ class RunStore:
             db.execute(
                 "UPDATE runs SET status = COALESCE(?, status), stop_reason = COALESCE(?, stop_reason), "
                 "summary = COALESCE(?, summary), updated_at = ? WHERE id = ?",
-                (status, stop_reason, None if summary is None else _dumps(summary), now_iso(), run_id),
+                (
+                    status,
+                    stop_reason,
+                    None if summary is None else _dumps(summary),
+                    now_iso(STORE_TIMESPEC),
+                    run_id,
+                ),
             )
 
     # LLM calls.
@@ -192,7 +198,7 @@ class RunStore:
                     "model": model,
                     "request": _dumps(request),
                     "meta": _dumps(meta),
-                    "started_at": now_iso(),
+                    "started_at": now_iso(STORE_TIMESPEC),
                 },
                 ignore=True,
             )
@@ -209,7 +215,7 @@ class RunStore:
                 _insert(db, "completions", {"call_id": call_id, "idx": index, **row}, ignore=True)
             db.execute(
                 "UPDATE llm_calls SET status = ?, error = ?, finished_at = ? WHERE id = ?",
-                ("done" if completions else "failed", error, now_iso(), call_id),
+                ("done" if completions else "failed", error, now_iso(STORE_TIMESPEC), call_id),
             )
 
     def _completions(self, call_ids: list[int]) -> dict[int, list[CompletionRecord]]:
@@ -246,7 +252,7 @@ class RunStore:
     def add_candidate(self, run_id: str, key: str, origin: str, **fields: Any) -> CandidateRecord:
         """Store a candidate, or return the one stored under the same key (resume). `fields` are columns:
         round, island, operator, parents, completion_id, source, code_hash, path, parse, meta, skipped."""
-        columns = {"run_id": run_id, "key": key, "origin": origin, "created_at": now_iso()}
+        columns = {"run_id": run_id, "key": key, "origin": origin, "created_at": now_iso(STORE_TIMESPEC)}
         for name, value in fields.items():
             columns[name] = _dumps(value) if name in ("parents", "parse", "meta") else value
         with self._write() as db:
@@ -298,7 +304,12 @@ class RunStore:
             "verdict": json.dumps(verdict),
         }
         with self._write() as db:
-            row = {**columns, "mac": verdict_mac(columns), "wall_s": wall_s, "created_at": now_iso()}
+            row = {
+                **columns,
+                "mac": verdict_mac(columns),
+                "wall_s": wall_s,
+                "created_at": now_iso(STORE_TIMESPEC),
+            }
             verdict_id = _insert(db, "verdicts", row)
             for config in verdict.get("configs", []):
                 for name, timed in (config.get("baselines") or {}).items():
@@ -368,7 +379,13 @@ class RunStore:
     def add_event(self, run_id: str, key: str, kind: str, data: dict[str, Any]) -> None:
         """Record something the search did (a round ended, islands migrated); once per key."""
         with self._write() as db:
-            row = {"run_id": run_id, "key": key, "kind": kind, "data": _dumps(data), "created_at": now_iso()}
+            row = {
+                "run_id": run_id,
+                "key": key,
+                "kind": kind,
+                "data": _dumps(data),
+                "created_at": now_iso(STORE_TIMESPEC),
+            }
             _insert(db, "events", row, ignore=True)
 
     def events(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:

@@ -5,16 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any
+from dataclasses import astuple, dataclass, field
+from typing import Any, Protocol
 
 from cudasmith.store.integrity import TAMPERED, masked_seed, split_joined, stored_verdict
-
-
-def now_iso() -> str:
-    """The current UTC time as ISO 8601 (what every time column holds)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def code_hash(source: str) -> str:
@@ -106,6 +100,46 @@ class CompletionRecord:
             "latency_s": self.latency_s or 0.0,
             "extra": self.extra,
         }
+
+
+class Answer(Protocol):
+    """What a tally reads of a model's answer (an llm Completion, or a CompletionRecord)."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+
+
+@dataclass
+class Usage:
+    """What a model's calls used: answers, tokens, and the dollars of the answers whose price is known.
+    The one tally of a client's spend (cudasmith.llm) and of a stored run's, per model (store.runs)."""
+
+    calls: int = 0
+    completions: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_completions: int = 0
+
+    def add(self, completion: Answer) -> None:
+        """Count one answer."""
+        self.completions += 1
+        self.input_tokens += completion.input_tokens or 0
+        self.output_tokens += completion.output_tokens or 0
+        if completion.cost_usd is None:
+            self.unpriced_completions += 1
+        else:
+            self.cost_usd += completion.cost_usd
+
+    @property
+    def usd(self) -> float | None:
+        """What the calls cost; None while any answer's price is unknown (never counted as 0)."""
+        return self.cost_usd if not self.unpriced_completions else None
+
+    def __add__(self, other: Usage) -> Usage:
+        """Two tallies as one: `sum(by_model.values(), Usage())` is a run's."""
+        return Usage(*(mine + theirs for mine, theirs in zip(astuple(self), astuple(other), strict=True)))
 
 
 @dataclass

@@ -9,7 +9,8 @@ subnormals, infinities and NaN are left alone, which makes a perturbation its ow
 seed again restores the inputs bit for bit.
 
 It runs once per timed call on every input, so it is one pass over the data: a C function (OpenMP) on
-the CPU and an NVRTC kernel on the GPU, compiled before any solution loads. Where neither compiler is
+the CPU and an NVRTC kernel on the GPU, compiled before any solution loads, in memory: never loaded from
+the build cache, which candidates can write (a replaced library would run inside the judge's workers). Where neither compiler is
 there, the same hash in PyTorch operations gives the same bits, so a judge and a candidate agree
 whichever way each computed it.
 """
@@ -92,11 +93,11 @@ def prepare(device: str) -> bool:
         if device.startswith("cuda") and _cuda_kernel is None:
             from cudasmith.runtime.cuda import compile_cuda
 
-            _cuda_kernel = compile_cuda(CUDA_SOURCE, NAME)
+            _cuda_kernel = compile_cuda(CUDA_SOURCE, NAME, disk_cache=False)
         elif not device.startswith("cuda") and _cpu_kernel is None:
             from cudasmith.runtime.cpu import compile_c
 
-            _cpu_kernel = compile_c(C_SOURCE, NAME)
+            _cpu_kernel = compile_c(C_SOURCE, NAME, disk_cache=False)
     except Exception:  # no compiler here: PyTorch operations compute the same bits
         return False
     return True

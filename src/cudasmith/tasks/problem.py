@@ -35,6 +35,7 @@ class Problem:
     path: Path
     source: str
     configs: tuple[dict[str, Any], ...]
+    # As declared: a value may be a range, drawn per session (tasks.hidden).
     hidden_configs: tuple[dict[str, Any], ...] = ()
     tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
     dtype: str | None = None
@@ -69,12 +70,15 @@ def load_module(path: Path, prefix: str) -> ModuleType:
     return module
 
 
-def _check_configs(path: Path, name: str, value: object) -> tuple[dict[str, Any], ...]:
+def _check_configs(path: Path, name: str, value: object, ranges: bool = False) -> tuple[dict[str, Any], ...]:
+    """The configs as declared; with `ranges`, a value may be a non-empty range (drawn per session)."""
     if not isinstance(value, (list, tuple)) or not all(isinstance(c, dict) for c in value):
         raise ProblemError(f"{path}: {name} must be a list of dicts")
     for config in value:
+        if ranges and any(isinstance(v, range) and len(v) == 0 for v in config.values()):
+            raise ProblemError(f"{path}: {name} entry {config!r} has an empty range")
         try:
-            json.dumps(config)
+            json.dumps({k: v[0] if ranges and isinstance(v, range) else v for k, v in config.items()})
         except TypeError as exc:
             raise ProblemError(f"{path}: {name} entry {config!r} is not JSON-serialisable ({exc})") from None
         if not all(isinstance(k, str) for k in config):
@@ -104,7 +108,7 @@ def problem_from_module(module: ModuleType, path: Path, name: str) -> Problem:
     configs = _check_configs(path, "CONFIGS", getattr(module, "CONFIGS", [{}]))
     if not configs:
         raise ProblemError(f"{path}: CONFIGS is empty")
-    hidden = _check_configs(path, "HIDDEN_CONFIGS", getattr(module, "HIDDEN_CONFIGS", []))
+    hidden = _check_configs(path, "HIDDEN_CONFIGS", getattr(module, "HIDDEN_CONFIGS", []), ranges=True)
     for func_name in ("get_inputs", "get_init_inputs"):
         func = getattr(module, func_name, None)
         if func is not None:

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from cudasmith.errors import CudasmithError
+from cudasmith.hardware import driver_attributes
 from cudasmith.timing import clock
 from cudasmith.timing.l2 import PersistingL2
 from cudasmith.timing.protocol import CallHooks, Measurement, StopRule, TimingError, TimingPlan, warm_up
@@ -167,15 +168,8 @@ _tools: dict[int, _Tools | str] = {}
 
 def _max_clock_mhz(device_index: int) -> float | None:
     """The SM clock the device may boost to, in MHz (None where the driver does not say)."""
-    try:
-        from cuda.bindings import driver
-
-        error, device = driver.cuDeviceGet(device_index)
-        attribute = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CLOCK_RATE
-        error, khz = driver.cuDeviceGetAttribute(attribute, device)
-        return khz / 1e3 if int(error) == 0 and khz > 0 else None
-    except Exception:
-        return None
+    khz = driver_attributes(device_index, {"khz": "CU_DEVICE_ATTRIBUTE_CLOCK_RATE"}).get("khz", 0)
+    return khz / 1e3 if khz > 0 else None
 
 
 def tools(device_index: int) -> _Tools | str:

@@ -4,7 +4,7 @@ Per sample on the GPU (timing/cuda.py does it): flush L2, queue the call behind 
 time the host needs to issue it is not counted), release, synchronize the whole device, and take the
 time from CUPTI's records of every kernel, copy and memset the call launched, on any stream, plus the
 device's calibrated kernel launch cost (cudasmith.device.launch_cost) where the plan carries one. On the CPU
-a monotonic clock times each call. Warm-up first; then samples, input sets rotating, until the median
+a monotonic clock times each call (timing/measure.py, whose measure() is where both begin). Warm-up first; then samples, input sets rotating, until the median
 is known to TARGET_REL_STDERR or the time cap. A measurement keeps its raw samples; its statistics are
 computed from them on demand.
 
@@ -31,10 +31,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import torch
-
 from cudasmith.errors import CudasmithError
-from cudasmith.timing import clock
 from cudasmith.timing.clock import perf_counter as _perf_counter
 
 # Warm-up: at least this many calls (and at least one per input set) and this much time before the
@@ -63,8 +60,6 @@ MAX_SECONDS = 2.0
 # CPU configs are small (runner.CPU_MAX_CONFIG_BYTES): a shorter minimum and cap keep CPU evaluations quick.
 MIN_SAMPLING_S_CPU = 0.1
 MAX_SECONDS_CPU = 0.5
-# A cold sample on the CPU is preceded by writing this many bytes (more than a last-level cache).
-CPU_FLUSH_BYTES = 64 * 1024**2
 # z for a two-sided 95 % interval.
 Z95 = 1.96
 
@@ -272,52 +267,3 @@ class CallHooks:
 
     def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
         return None
-
-
-def measure(
-    run: Callable[[int], Any],
-    n_sets: int,
-    device: str,
-    plan: TimingPlan,
-    hooks: CallHooks | None = None,
-) -> Measurement:
-    """Time `run(i)`, which calls the code under test on input set `i`; sets rotate between samples."""
-    if n_sets < 1:
-        raise ValueError("measure() needs at least one input set")
-    hooks = hooks or CallHooks()
-    if device.startswith("cuda"):
-        from cudasmith.timing.cuda import measure_cuda
-
-        result = measure_cuda(run, n_sets, plan, hooks)
-    elif plan.launch != "queued":
-        raise TimingError(f"launch mode {plan.launch!r} needs a GPU; the CPU times calls one by one")
-    else:
-        result = _measure_cpu(run, n_sets, plan, hooks)
-    swapped = clock.replaced()
-    if swapped:
-        result.warnings.append(
-            f"timing functions replaced by the code under test (not used): {', '.join(swapped)}"
-        )
-    return result
-
-
-def _measure_cpu(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks: CallHooks) -> Measurement:
-    flush = torch.empty(CPU_FLUSH_BYTES, dtype=torch.uint8) if plan.l2_state == "cold" else None
-    started = _perf_counter()
-    warm_up(run, n_sets, plan, lambda: None, hooks)
-    warmed = _perf_counter()
-    samples: list[float] = []
-    rule = StopRule(plan)
-    while (stop := rule.reason()) is None:
-        sample, index = len(samples), len(samples) % n_sets
-        hooks.before(sample, index)
-        if flush is not None:
-            flush.fill_(sample & 0xFF)
-        begin = _perf_counter()
-        output = run(index)
-        samples.append((_perf_counter() - begin) * 1e3)
-        rule.add(samples[-1])
-        hooks.after(sample, index, output, True)
-        del output
-    phases = {"warmup": warmed - started, "sampling": _perf_counter() - warmed}
-    return Measurement(samples, "perf_counter", plan, stop=stop, phases_s=phases)

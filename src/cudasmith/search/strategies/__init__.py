@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cudasmith.search.strategies.base import (
-    Candidate,
     Event,
     Proposal,
+    SearchCandidate,
     SearchContext,
     Strategy,
     best,
@@ -19,11 +19,11 @@ STRATEGIES: dict[str, type[Strategy]] = {"fsr": FSR, "evolve": Evolve, "one-shot
 __all__ = [
     "FSR",
     "STRATEGIES",
-    "Candidate",
     "Event",
     "Evolve",
     "OneShot",
     "Proposal",
+    "SearchCandidate",
     "SearchContext",
     "Strategy",
     "best",

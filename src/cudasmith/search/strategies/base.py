@@ -61,7 +61,7 @@ class Proposal:
 
 
 @dataclass
-class Candidate:
+class SearchCandidate:
     """A candidate as a strategy sees it: where it came from, its code, and what the judge said."""
 
     id: int
@@ -106,7 +106,7 @@ class Candidate:
         return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def rank(candidate: Candidate) -> tuple[float, int]:
+def rank(candidate: SearchCandidate) -> tuple[float, int]:
     """Sort key, best first: correct by speedup (untimed correct ones as 1x), then failures by how
     repairable they are; the earlier of equals."""
     if candidate.correct:
@@ -116,13 +116,13 @@ def rank(candidate: Candidate) -> tuple[float, int]:
     return (float(order + 1), -candidate.id)
 
 
-def best(candidates: list[Candidate]) -> Candidate | None:
+def best(candidates: list[SearchCandidate]) -> SearchCandidate | None:
     """The fastest correct candidate."""
     correct = [c for c in candidates if c.correct]
     return min(correct, key=rank) if correct else None
 
 
-def most_repairable(candidates: list[Candidate]) -> Candidate | None:
+def most_repairable(candidates: list[SearchCandidate]) -> SearchCandidate | None:
     """The failure most worth repairing: it has code and a verdict, and the least severe status."""
     failed = [c for c in candidates if c.source is not None and c.verdict is not None and not c.correct]
     return min(failed, key=rank) if failed else None
@@ -141,7 +141,7 @@ class SearchContext:
     seed: int
     tunables: bool = True
     lanes: int = 1
-    candidates: dict[int, Candidate] = field(default_factory=dict)
+    candidates: dict[int, SearchCandidate] = field(default_factory=dict)
 
     def extras(self) -> list[tuple[str, dict[str, str]]]:
         """Sections every prompt of the search carries: how to declare tunables, when they are swept."""
@@ -174,7 +174,7 @@ class Strategy(ABC):
         return None
 
     @abstractmethod
-    def settled(self, proposal: Proposal, candidates: list[Candidate]) -> list[Event]:
+    def settled(self, proposal: Proposal, candidates: list[SearchCandidate]) -> list[Event]:
         """A proposal's candidates all have verdicts (or were skipped); none when its call failed."""
 
     @abstractmethod

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import random
 
-from cudasmith.search.digest import inspirations_block, summary_line
 from cudasmith.search.strategies.base import (
-    Candidate,
     Event,
     Proposal,
+    SearchCandidate,
     SearchContext,
     Strategy,
     best,
     rank,
 )
+from cudasmith.search.strategies.digest import inspirations_block, summary_line
 from cudasmith.search.strategies.population import Population, cell_of
 from cudasmith.search.tunables import variants
 
@@ -49,13 +49,13 @@ class Evolve(Strategy):
         self.asked = 0
         self.made = 0
         self.order: dict[str, int] = {}
-        self.waiting: dict[int, tuple[Proposal, list[Candidate]]] = {}
+        self.waiting: dict[int, tuple[Proposal, list[SearchCandidate]]] = {}
         self.taken = 0
-        self.known: dict[int, Candidate] = {}
+        self.known: dict[int, SearchCandidate] = {}
         self.events: list[Event] = []
         self.sweeps: list[Proposal] = []
         self.swept: set[int] = set()
-        self.top: Candidate | None = None
+        self.top: SearchCandidate | None = None
         self.since_gain = 0
         self.stop_reason: str | None = None
 
@@ -95,11 +95,11 @@ class Evolve(Strategy):
                 break
         return chosen
 
-    def _members(self, island: int) -> list[Candidate]:
+    def _members(self, island: int) -> list[SearchCandidate]:
         known = self.known
         return [known[m] for m in self.population.islands[island] if known[m].source is not None]
 
-    def _parent(self, island: int, rng: random.Random) -> Candidate | None:
+    def _parent(self, island: int, rng: random.Random) -> SearchCandidate | None:
         members = self._members(island)
         if not members:
             return None
@@ -117,7 +117,9 @@ class Evolve(Strategy):
             return rng.choice(members)
         return rng.choice([everyone[m] for island_members in self.population.islands for m in island_members])
 
-    def _inspirations(self, island: int, parent: Candidate, rng: random.Random) -> list[Candidate]:
+    def _inspirations(
+        self, island: int, parent: SearchCandidate, rng: random.Random
+    ) -> list[SearchCandidate]:
         config = self.context.config.evolve
         everyone = self.known
         top = [c for c in sorted(self._members(island), key=rank) if c.correct and c.id != parent.id]
@@ -166,7 +168,7 @@ class Evolve(Strategy):
         round_number = index // max(1, context.config.n)
         return Proposal(key, round_number, operator, parents, island, prompt, parent_source=parent.source)
 
-    def settled(self, proposal: Proposal, candidates: list[Candidate]) -> list[Event]:
+    def settled(self, proposal: Proposal, candidates: list[SearchCandidate]) -> list[Event]:
         self.waiting[self.order[proposal.key]] = (proposal, candidates)
         everything_asked = self.asked >= self.total and not self.sweeps
         self._take(self.made if everything_asked else self.made - self.lag)
@@ -181,7 +183,7 @@ class Evolve(Strategy):
             self.taken += 1
         return self.taken >= upto
 
-    def _take_one(self, proposal: Proposal, candidates: list[Candidate]) -> None:
+    def _take_one(self, proposal: Proposal, candidates: list[SearchCandidate]) -> None:
         island = proposal.island if proposal.island is not None else 0
         for candidate in candidates:
             self.known[candidate.id] = candidate
@@ -219,7 +221,7 @@ class Evolve(Strategy):
         else:
             self.since_gain += 1
 
-    def _sweep(self, top: Candidate, island: int) -> None:
+    def _sweep(self, top: SearchCandidate, island: int) -> None:
         """Queue variants of a new best's tunables."""
         trials = self.context.config.tunable_trials
         found = variants(top.source or "", trials) if trials and self.context.tunables else []

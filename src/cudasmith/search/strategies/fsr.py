@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cudasmith.search.digest import failures_block
 from cudasmith.search.strategies.base import (
-    Candidate,
     Event,
     Proposal,
+    SearchCandidate,
     SearchContext,
     Strategy,
     best,
     most_repairable,
 )
+from cudasmith.search.strategies.digest import failures_block
 from cudasmith.search.tunables import variants
 
 
@@ -37,7 +37,7 @@ class FSR(Strategy):
         self.unsettled: dict[int, set[str]] = {}
         self.swept: set[int] = set()
         self.pending_sweep: Proposal | None = None
-        self.best_at_start: Candidate | None = None
+        self.best_at_start: SearchCandidate | None = None
         self.stalled = 0
         self.stop_reason: str | None = None
         self._prompts: dict[int, Proposal] = {}
@@ -93,7 +93,7 @@ class FSR(Strategy):
         template = self._template(self.round)
         return [replace(template, key=f"r{self.round}/c{index}") for index in range(asked, wanted)]
 
-    def settled(self, proposal: Proposal, candidates: list[Candidate]) -> list[Event]:
+    def settled(self, proposal: Proposal, candidates: list[SearchCandidate]) -> list[Event]:
         self.unsettled.get(proposal.round, set()).discard(proposal.key)
         if proposal.round != self.round or self.unsettled[self.round]:
             return []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudasmith.search.prompts import Parent
-from cudasmith.search.strategies.base import Candidate, Event, Proposal, SearchContext, Strategy
+from cudasmith.search.strategies.base import Event, Proposal, SearchCandidate, SearchContext, Strategy
 
 
 class OneShot(Strategy):
@@ -29,7 +29,7 @@ class OneShot(Strategy):
         source = None if self.parent is None else self.parent.source
         return [Proposal("ask", 0, operator, prompt=prompt, n=context.config.n, parent_source=source)]
 
-    def settled(self, proposal: Proposal, candidates: list[Candidate]) -> list[Event]:
+    def settled(self, proposal: Proposal, candidates: list[SearchCandidate]) -> list[Event]:
         self.done = True
         return []
 

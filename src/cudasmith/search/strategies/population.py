@@ -6,14 +6,14 @@ from __future__ import annotations
 import bisect
 
 from cudasmith.search.config import EvolveConfig
-from cudasmith.search.strategies.base import Candidate, rank
+from cudasmith.search.strategies.base import SearchCandidate, rank
 
 # Speedup edges of the performance feature where the device's speed of light is unknown.
 SPEEDUP_BUCKETS = (0.5, 1.0, 2.0, 4.0)
 Cell = tuple[str, int, int]
 
 
-def cell_of(candidate: Candidate, config: EvolveConfig) -> Cell:
+def cell_of(candidate: SearchCandidate, config: EvolveConfig) -> Cell:
     """The grid cell of a correct candidate: its % of speed of light bucket (its speedup bucket where
     the speed of light is unknown) and its code-size bucket."""
     lines = sum(1 for line in (candidate.source or "").splitlines() if line.strip())
@@ -35,7 +35,7 @@ class Population:
         self.generations = [0] * config.islands
         self.migrations = 0
 
-    def add(self, candidate: Candidate, island: int, everyone: dict[int, Candidate]) -> None:
+    def add(self, candidate: SearchCandidate, island: int, everyone: dict[int, SearchCandidate]) -> None:
         """Take a judged candidate into an island (and the grid, when correct and the best of its cell)."""
         members = self.islands[island]
         if candidate.id not in members:
@@ -58,7 +58,7 @@ class Population:
         """Every island has lived `migration_interval` generations since the last migration."""
         return len(self.islands) > 1 and min(self.generations) >= self.config.migration_interval
 
-    def migrate(self, everyone: dict[int, Candidate]) -> list[dict[str, int]]:
+    def migrate(self, everyone: dict[int, SearchCandidate]) -> list[dict[str, int]]:
         """Copy each island's best (`migration_rate` of its members, at least one) to the next island of
         the ring; returns the moves."""
         moves = []

@@ -27,7 +27,7 @@ CONFIGS = [
     {"height": 1800, "width": 3600, "bound": 0.1},
     {"height": 16384, "width": 8192, "bound": 0.05},
 ]
-HIDDEN_CONFIGS = [{"height": 1000, "width": 777, "bound": 0.02}]
+HIDDEN_CONFIGS = [{"height": range(800, 1251), "width": range(621, 973), "bound": 0.02}]
 BLOCK = 32
 
 

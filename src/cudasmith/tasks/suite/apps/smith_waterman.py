@@ -20,7 +20,7 @@ CONFIGS = [
     {"pairs": 10_000, "query": 101, "target": 200},
     {"pairs": 100_000, "query": 150, "target": 300},
 ]
-HIDDEN_CONFIGS = [{"pairs": 3000, "query": 75, "target": 130}]
+HIDDEN_CONFIGS = [{"pairs": range(2400, 3751), "query": range(60, 95), "target": range(104, 164)}]
 ALPHABET, GAP_OPEN, GAP_EXTEND = 4, 6, 1
 # Minus infinity for gap scores, far enough from int32's end that subtracting penalties cannot wrap.
 NEVER = -(2**20)

@@ -13,7 +13,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"pairs": 1000}, {"pairs": 1_000_003}, {"pairs": 33_554_467}]
-HIDDEN_CONFIGS = [{"pairs": 3_000_017}]
+HIDDEN_CONFIGS = [{"pairs": range(2400013, 3750023)}]
 
 
 class Model(nn.Module):

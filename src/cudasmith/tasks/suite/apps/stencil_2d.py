@@ -16,7 +16,7 @@ CONFIGS = [
     {"height": 1001, "width": 1999, "steps": 10},
     {"height": 8192, "width": 8191, "steps": 10},
 ]
-HIDDEN_CONFIGS = [{"height": 2049, "width": 777, "steps": 7}]
+HIDDEN_CONFIGS = [{"height": range(1639, 2563), "width": range(621, 973), "steps": 7}]
 ALPHA = 0.2
 
 

@@ -13,7 +13,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"tokens": 16, "vocab": 1000}, {"tokens": 1021, "vocab": 32000}, {"tokens": 4096, "vocab": 50257}]
-HIDDEN_CONFIGS = [{"tokens": 255, "vocab": 50257}]
+HIDDEN_CONFIGS = [{"tokens": range(204, 320), "vocab": 50257}]
 IGNORE_INDEX, LABEL_SMOOTHING = -100, 0.1
 
 

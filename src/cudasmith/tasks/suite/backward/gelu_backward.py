@@ -10,7 +10,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 7, "cols": 1023}, {"rows": 1000, "cols": 4099}, {"rows": 8192, "cols": 3072}]
-HIDDEN_CONFIGS = [{"rows": 333, "cols": 2049}]
+HIDDEN_CONFIGS = [{"rows": range(266, 418), "cols": range(1639, 2563)}]
 
 
 class Model(nn.Module):

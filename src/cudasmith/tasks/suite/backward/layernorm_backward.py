@@ -11,7 +11,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 37, "dim": 1000}, {"rows": 4093, "dim": 1024}, {"rows": 8192, "dim": 4096}]
-HIDDEN_CONFIGS = [{"rows": 511, "dim": 2050}]
+HIDDEN_CONFIGS = [{"rows": range(408, 640), "dim": 2050}]
 EPS = 1e-5
 
 

@@ -18,7 +18,7 @@ CONFIGS = [
     {"batch": 4, "heads": 16, "seq": 1000, "head_dim": 64},
     {"batch": 4, "heads": 16, "seq": 4096, "head_dim": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "heads": 12, "seq": 2049, "head_dim": 64}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "heads": 12, "seq": range(1639, 2563), "head_dim": 64}]
 
 
 class Model(nn.Module):

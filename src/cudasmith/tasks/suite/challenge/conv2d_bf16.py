@@ -15,7 +15,7 @@ CONFIGS = [
     {"batch": 32, "channels": 64, "out_channels": 64, "size": 56},
     {"batch": 128, "channels": 128, "out_channels": 128, "size": 28},
 ]
-HIDDEN_CONFIGS = [{"batch": 8, "channels": 96, "out_channels": 80, "size": 33}]
+HIDDEN_CONFIGS = [{"batch": range(6, 11), "channels": 96, "out_channels": 80, "size": 33}]
 
 
 class Model(nn.Module):

@@ -14,7 +14,7 @@ CONFIGS = [
     {"m": 4095, "k": 4096, "n": 4097},
     {"m": 8192, "k": 8192, "n": 8192},
 ]
-HIDDEN_CONFIGS = [{"m": 3001, "k": 2047, "n": 5003}]
+HIDDEN_CONFIGS = [{"m": range(2400, 3753), "k": range(1637, 2560), "n": range(4002, 6255)}]
 
 
 class Model(nn.Module):

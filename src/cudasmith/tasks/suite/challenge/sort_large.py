@@ -11,7 +11,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"n": 100_003}, {"n": 16_777_259}, {"n": 134_217_757}]
-HIDDEN_CONFIGS = [{"n": 50_000_017}]
+HIDDEN_CONFIGS = [{"n": range(40000013, 62500023)}]
 
 
 class Model(nn.Module):

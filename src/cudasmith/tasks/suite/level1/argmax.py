@@ -9,7 +9,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 8, "cols": 1000}, {"rows": 1021, "cols": 32000}, {"rows": 2048, "cols": 128256}]
-HIDDEN_CONFIGS = [{"rows": 63, "cols": 50257}]
+HIDDEN_CONFIGS = [{"rows": range(50, 80), "cols": range(40205, 62823)}]
 
 
 class Model(nn.Module):

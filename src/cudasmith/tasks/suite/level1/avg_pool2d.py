@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 32, "channels": 192, "height": 35, "width": 35},
     {"batch": 128, "channels": 256, "height": 35, "width": 35},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "channels": 40, "height": 41, "width": 39}]
+HIDDEN_CONFIGS = [{"batch": range(4, 8), "channels": 40, "height": range(32, 53), "width": range(31, 50)}]
 
 
 class Model(nn.Module):

@@ -13,7 +13,7 @@ CONFIGS = [
     {"batch": 32, "channels": 64, "height": 112, "width": 112},
     {"batch": 64, "channels": 256, "height": 56, "width": 56},
 ]
-HIDDEN_CONFIGS = [{"batch": 7, "channels": 48, "height": 29, "width": 33}]
+HIDDEN_CONFIGS = [{"batch": range(5, 10), "channels": 48, "height": range(23, 38), "width": range(26, 43)}]
 
 
 class Model(nn.Module):

@@ -12,7 +12,7 @@ CONFIGS = [
     {"batch": 96, "m": 512, "k": 64, "n": 513},
     {"batch": 128, "m": 1024, "k": 128, "n": 1024},
 ]
-HIDDEN_CONFIGS = [{"batch": 7, "m": 300, "k": 257, "n": 200}]
+HIDDEN_CONFIGS = [{"batch": range(5, 10), "m": range(240, 376), "k": range(205, 323), "n": range(160, 251)}]
 
 
 class Model(nn.Module):

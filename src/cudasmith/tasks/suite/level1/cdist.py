@@ -13,7 +13,7 @@ CONFIGS = [
     {"m": 4096, "n": 4095, "dim": 128},
     {"m": 16384, "n": 16384, "dim": 256},
 ]
-HIDDEN_CONFIGS = [{"m": 1000, "n": 513, "dim": 3}]
+HIDDEN_CONFIGS = [{"m": range(800, 1251), "n": range(410, 643), "dim": 3}]
 
 
 class Model(nn.Module):

@@ -12,7 +12,15 @@ CONFIGS = [
     {"batch": 16, "in_channels": 256, "out_channels": 256, "length": 4095, "kernel_size": 5},
     {"batch": 8, "in_channels": 512, "out_channels": 512, "length": 16000, "kernel_size": 3},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "in_channels": 80, "out_channels": 192, "length": 3001, "kernel_size": 7}]
+HIDDEN_CONFIGS = [
+    {
+        "batch": range(2, 5),
+        "in_channels": 80,
+        "out_channels": 192,
+        "length": range(2400, 3753),
+        "kernel_size": 7,
+    }
+]
 
 
 class Model(nn.Module):

@@ -13,7 +13,16 @@ CONFIGS = [
     {"batch": 32, "channels": 144, "height": 112, "width": 112, "kernel_size": 3, "stride": 2},
     {"batch": 32, "channels": 192, "height": 56, "width": 56, "kernel_size": 7, "stride": 1},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "channels": 40, "height": 45, "width": 43, "kernel_size": 5, "stride": 1}]
+HIDDEN_CONFIGS = [
+    {
+        "batch": range(2, 5),
+        "channels": 40,
+        "height": range(36, 58),
+        "width": range(34, 55),
+        "kernel_size": 5,
+        "stride": 1,
+    }
+]
 
 
 class Model(nn.Module):

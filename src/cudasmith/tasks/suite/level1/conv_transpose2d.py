@@ -12,7 +12,15 @@ CONFIGS = [
     {"batch": 32, "in_channels": 256, "out_channels": 128, "height": 16, "width": 16},
     {"batch": 8, "in_channels": 512, "out_channels": 256, "height": 64, "width": 64},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "in_channels": 64, "out_channels": 33, "height": 25, "width": 23}]
+HIDDEN_CONFIGS = [
+    {
+        "batch": range(2, 5),
+        "in_channels": 64,
+        "out_channels": 33,
+        "height": range(20, 33),
+        "width": range(18, 30),
+    }
+]
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 8, "cols": 1000}, {"rows": 1000, "cols": 4099}, {"rows": 4096, "cols": 16384}]
-HIDDEN_CONFIGS = [{"rows": 3, "cols": 1_000_003}]
+HIDDEN_CONFIGS = [{"rows": range(2, 5), "cols": range(800002, 1250005)}]
 
 
 class Model(nn.Module):

@@ -13,7 +13,7 @@ CONFIGS = [
     {"vocab": 32000, "dim": 4096, "batch": 4, "seq": 2047},
     {"vocab": 128256, "dim": 2048, "batch": 8, "seq": 4096},
 ]
-HIDDEN_CONFIGS = [{"vocab": 50257, "dim": 768, "batch": 3, "seq": 1000}]
+HIDDEN_CONFIGS = [{"vocab": 50257, "dim": 768, "batch": range(2, 5), "seq": range(800, 1251)}]
 
 
 class Model(nn.Module):

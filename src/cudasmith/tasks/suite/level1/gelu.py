@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 9, "cols": 1001}, {"rows": 512, "cols": 12289}, {"rows": 8192, "cols": 11008}]
-HIDDEN_CONFIGS = [{"rows": 257, "cols": 3071}]
+HIDDEN_CONFIGS = [{"rows": range(205, 323), "cols": range(2456, 3840)}]
 
 
 class Model(nn.Module):

@@ -11,7 +11,7 @@ from torch.nn import functional as F
 
 DTYPE = "bfloat16"
 CONFIGS = [{"tokens": 13, "dim": 768}, {"tokens": 1025, "dim": 3072}, {"tokens": 16384, "dim": 16384}]
-HIDDEN_CONFIGS = [{"tokens": 2049, "dim": 1537}]
+HIDDEN_CONFIGS = [{"tokens": range(1639, 2563), "dim": 1537}]
 
 
 class Model(nn.Module):

@@ -13,7 +13,9 @@ CONFIGS = [
     {"batch": 4, "channels": 320, "groups": 32, "height": 64, "width": 64},
     {"batch": 8, "channels": 640, "groups": 32, "height": 64, "width": 64},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "channels": 96, "groups": 24, "height": 57, "width": 31}]
+HIDDEN_CONFIGS = [
+    {"batch": range(2, 5), "channels": 96, "groups": 24, "height": range(45, 73), "width": range(24, 40)}
+]
 
 
 class Model(nn.Module):

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 5, "cols": 2053}, {"rows": 333, "cols": 8192}, {"rows": 8192, "cols": 8191}]
-HIDDEN_CONFIGS = [{"rows": 2049, "cols": 1027}]
+HIDDEN_CONFIGS = [{"rows": range(1639, 2563), "cols": range(821, 1285)}]
 
 
 class Model(nn.Module):

@@ -13,7 +13,7 @@ CONFIGS = [
     {"rows": 10_007, "dim": 128, "updates": 200_000},
     {"rows": 100_000, "dim": 128, "updates": 1_000_000},
 ]
-HIDDEN_CONFIGS = [{"rows": 3001, "dim": 64, "updates": 50_021}]
+HIDDEN_CONFIGS = [{"rows": range(2400, 3753), "dim": 64, "updates": range(40016, 62528)}]
 
 
 class Model(nn.Module):

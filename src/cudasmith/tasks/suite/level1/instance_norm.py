@@ -13,7 +13,7 @@ CONFIGS = [
     {"batch": 16, "channels": 128, "height": 128, "width": 128},
     {"batch": 8, "channels": 64, "height": 512, "width": 512},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "channels": 32, "height": 100, "width": 99}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "channels": 32, "height": range(80, 126), "width": range(79, 125)}]
 
 
 class Model(nn.Module):

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 10, "dim": 129}, {"rows": 65_537, "dim": 768}, {"rows": 131_072, "dim": 1024}]
-HIDDEN_CONFIGS = [{"rows": 1000, "dim": 4099}]
+HIDDEN_CONFIGS = [{"rows": range(800, 1251), "dim": 4099}]
 
 
 class Model(nn.Module):

@@ -13,7 +13,7 @@ CONFIGS = [
     {"batch": 16, "channels": 64, "height": 112, "width": 112},
     {"batch": 64, "channels": 256, "height": 56, "width": 56},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "channels": 96, "height": 75, "width": 77}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "channels": 96, "height": range(60, 95), "width": range(61, 98)}]
 
 
 class Model(nn.Module):

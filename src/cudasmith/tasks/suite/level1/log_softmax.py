@@ -10,7 +10,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 16, "cols": 1001}, {"rows": 1023, "cols": 32000}, {"rows": 1024, "cols": 128256}]
-HIDDEN_CONFIGS = [{"rows": 129, "cols": 50257}]
+HIDDEN_CONFIGS = [{"rows": range(103, 163), "cols": range(40205, 62823)}]
 
 
 class Model(nn.Module):

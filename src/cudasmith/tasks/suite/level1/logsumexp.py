@@ -9,7 +9,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 8, "cols": 999}, {"rows": 2048, "cols": 4097}, {"rows": 2048, "cols": 128256}]
-HIDDEN_CONFIGS = [{"rows": 301, "cols": 50257}]
+HIDDEN_CONFIGS = [{"rows": range(240, 378), "cols": range(40205, 62823)}]
 
 
 class Model(nn.Module):

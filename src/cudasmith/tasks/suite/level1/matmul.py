@@ -12,7 +12,7 @@ CONFIGS = [
     {"m": 1000, "k": 1024, "n": 999},
     {"m": 4096, "k": 4096, "n": 4096},
 ]
-HIDDEN_CONFIGS = [{"m": 385, "k": 769, "n": 259}]
+HIDDEN_CONFIGS = [{"m": range(308, 483), "k": range(615, 963), "n": range(207, 325)}]
 
 
 class Model(nn.Module):

@@ -12,7 +12,7 @@ CONFIGS = [
     {"m": 1000, "k": 4096, "n": 3001},
     {"m": 8192, "k": 8192, "n": 8192},
 ]
-HIDDEN_CONFIGS = [{"m": 385, "k": 1000, "n": 771}]
+HIDDEN_CONFIGS = [{"m": range(308, 483), "k": range(800, 1251), "n": range(616, 965)}]
 
 
 class Model(nn.Module):

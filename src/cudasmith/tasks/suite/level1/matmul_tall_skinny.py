@@ -13,7 +13,7 @@ CONFIGS = [
     {"m": 16384, "k": 4096, "n": 16},
     {"m": 65536, "k": 4096, "n": 64},
 ]
-HIDDEN_CONFIGS = [{"m": 8191, "k": 1025, "n": 7}]
+HIDDEN_CONFIGS = [{"m": range(6552, 10240), "k": range(820, 1283), "n": range(5, 10)}]
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ from torch import nn
 
 DTYPE = "bfloat16"
 CONFIGS = [{"n": 1000, "k": 999}, {"n": 14336, "k": 4096}, {"n": 128256, "k": 4096}]
-HIDDEN_CONFIGS = [{"n": 1025, "k": 4099}]
+HIDDEN_CONFIGS = [{"n": range(820, 1283), "k": range(3279, 5125)}]
 
 
 class Model(nn.Module):

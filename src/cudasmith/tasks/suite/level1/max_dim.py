@@ -13,7 +13,7 @@ CONFIGS = [
     {"batch": 16, "n": 1023, "dim": 1024},
     {"batch": 64, "n": 4096, "dim": 768},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "n": 5001, "dim": 257}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "n": range(4000, 6253), "dim": 257}]
 
 
 class Model(nn.Module):

@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 32, "channels": 64, "height": 112, "width": 112},
     {"batch": 128, "channels": 64, "height": 112, "width": 112},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "channels": 24, "height": 75, "width": 73}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "channels": 24, "height": range(60, 95), "width": range(58, 93)}]
 
 
 class Model(nn.Module):

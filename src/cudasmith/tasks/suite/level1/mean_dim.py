@@ -13,7 +13,7 @@ CONFIGS = [
     {"batch": 32, "seq": 512, "dim": 768},
     {"batch": 64, "seq": 2048, "dim": 1024},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "seq": 333, "dim": 1031}]
+HIDDEN_CONFIGS = [{"batch": range(4, 8), "seq": range(266, 418), "dim": 1031}]
 
 
 class Model(nn.Module):

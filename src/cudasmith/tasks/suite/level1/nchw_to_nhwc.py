@@ -12,7 +12,7 @@ CONFIGS = [
     {"batch": 32, "channels": 64, "height": 112, "width": 112},
     {"batch": 16, "channels": 320, "height": 128, "width": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "channels": 96, "height": 57, "width": 55}]
+HIDDEN_CONFIGS = [{"batch": range(4, 8), "channels": 96, "height": range(45, 73), "width": range(44, 70)}]
 
 
 class Model(nn.Module):

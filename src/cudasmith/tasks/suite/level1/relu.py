@@ -8,7 +8,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 7, "cols": 1023}, {"rows": 128, "cols": 16411}, {"rows": 4096, "cols": 8190}]
-HIDDEN_CONFIGS = [{"rows": 333, "cols": 2049}]
+HIDDEN_CONFIGS = [{"rows": range(266, 418), "cols": range(1639, 2563)}]
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 8, "cols": 1000}, {"rows": 4099, "cols": 1023}, {"rows": 8192, "cols": 32768}]
-HIDDEN_CONFIGS = [{"rows": 17, "cols": 300_007}]
+HIDDEN_CONFIGS = [{"rows": range(13, 23), "cols": range(240005, 375010)}]
 
 
 class Model(nn.Module):

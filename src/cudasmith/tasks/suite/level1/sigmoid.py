@@ -9,7 +9,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"n": 4099}, {"n": 1_048_573}, {"n": 134_217_689}]
-HIDDEN_CONFIGS = [{"n": 5_000_011}]
+HIDDEN_CONFIGS = [{"n": range(4000008, 6250015)}]
 
 
 class Model(nn.Module):

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "bfloat16"
 CONFIGS = [{"tokens": 11, "dim": 1000}, {"tokens": 2047, "dim": 4096}, {"tokens": 16384, "dim": 14336}]
-HIDDEN_CONFIGS = [{"tokens": 3001, "dim": 5632}]
+HIDDEN_CONFIGS = [{"tokens": range(2400, 3753), "dim": 5632}]
 
 
 class Model(nn.Module):

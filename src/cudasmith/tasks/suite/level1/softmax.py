@@ -9,7 +9,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 8, "cols": 1000}, {"rows": 1021, "cols": 4097}, {"rows": 4096, "cols": 32000}]
-HIDDEN_CONFIGS = [{"rows": 255, "cols": 50257}]
+HIDDEN_CONFIGS = [{"rows": range(204, 320), "cols": range(40205, 62823)}]
 
 
 class Model(nn.Module):

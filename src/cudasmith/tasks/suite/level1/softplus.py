@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 16, "cols": 999}, {"rows": 1024, "cols": 4100}, {"rows": 4096, "cols": 16384}]
-HIDDEN_CONFIGS = [{"rows": 100, "cols": 100_003}]
+HIDDEN_CONFIGS = [{"rows": range(80, 126), "cols": range(80002, 125005)}]
 
 
 class Model(nn.Module):

@@ -9,7 +9,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 8, "cols": 1000}, {"rows": 1021, "cols": 4097}, {"rows": 8192, "cols": 8192}]
-HIDDEN_CONFIGS = [{"rows": 9, "cols": 300_007}]
+HIDDEN_CONFIGS = [{"rows": range(7, 13), "cols": range(240005, 375010)}]
 
 
 class Model(nn.Module):

@@ -14,7 +14,7 @@ CONFIGS = [
     {"rows": 1021, "cols": 32000, "k": 50},
     {"rows": 2048, "cols": 128256, "k": 64},
 ]
-HIDDEN_CONFIGS = [{"rows": 100, "cols": 50257, "k": 40}]
+HIDDEN_CONFIGS = [{"rows": range(80, 126), "cols": range(40205, 62823), "k": range(32, 51)}]
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 33, "cols": 1001}, {"rows": 4099, "cols": 4097}, {"rows": 8192, "cols": 16384}]
-HIDDEN_CONFIGS = [{"rows": 1000, "cols": 3001}]
+HIDDEN_CONFIGS = [{"rows": range(800, 1251), "cols": range(2400, 3753)}]
 
 
 class Model(nn.Module):

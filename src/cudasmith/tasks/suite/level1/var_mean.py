@@ -9,7 +9,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"rows": 12, "cols": 1000}, {"rows": 4096, "cols": 4095}, {"rows": 16384, "cols": 8192}]
-HIDDEN_CONFIGS = [{"rows": 1001, "cols": 2053}]
+HIDDEN_CONFIGS = [{"rows": range(800, 1253), "cols": range(1642, 2568)}]
 
 
 class Model(nn.Module):

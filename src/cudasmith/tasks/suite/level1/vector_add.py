@@ -8,7 +8,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"n": 1000}, {"n": 1_048_573}, {"n": 50_000_003}]
-HIDDEN_CONFIGS = [{"n": 3_000_017}]
+HIDDEN_CONFIGS = [{"n": range(2400013, 3750023)}]
 
 
 class Model(nn.Module):

@@ -14,7 +14,7 @@ from torch import nn
 
 DTYPE = "float32"
 CONFIGS = [{"n": 1000, "step": 1}, {"n": 7_000_003, "step": 10}, {"n": 67_108_864, "step": 1000}]
-HIDDEN_CONFIGS = [{"n": 3_000_017, "step": 7}]
+HIDDEN_CONFIGS = [{"n": range(2400013, 3750023), "step": 7}]
 
 
 class Model(nn.Module):

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "bfloat16"
 CONFIGS = [{"tokens": 17, "dim": 1000}, {"tokens": 4093, "dim": 4096}, {"tokens": 16384, "dim": 8192}]
-HIDDEN_CONFIGS = [{"tokens": 1001, "dim": 5120}]
+HIDDEN_CONFIGS = [{"tokens": range(800, 1253), "dim": 5120}]
 
 
 class Model(nn.Module):

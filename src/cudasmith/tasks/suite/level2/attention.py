@@ -15,7 +15,7 @@ CONFIGS = [
     {"batch": 32, "heads": 12, "seq": 197, "head_dim": 64},
     {"batch": 2, "heads": 16, "seq": 4096, "head_dim": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "heads": 8, "seq": 333, "head_dim": 80}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "heads": 8, "seq": range(266, 418), "head_dim": 80}]
 
 
 class Model(nn.Module):

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "float16"
 CONFIGS = [{"tokens": 13, "dim": 768}, {"tokens": 16384, "dim": 1024}, {"tokens": 65536, "dim": 1024}]
-HIDDEN_CONFIGS = [{"tokens": 3001, "dim": 1536}]
+HIDDEN_CONFIGS = [{"tokens": range(2400, 3753), "dim": 1536}]
 
 
 class Model(nn.Module):

@@ -15,7 +15,7 @@ CONFIGS = [
     {"batch": 8, "heads": 12, "seq": 1024, "head_dim": 64},
     {"batch": 1, "heads": 32, "seq": 4096, "head_dim": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "heads": 6, "seq": 511, "head_dim": 64}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "heads": 6, "seq": range(408, 640), "head_dim": 64}]
 
 
 class Model(nn.Module):

@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 8, "dim": 4096, "length": 2048},
     {"batch": 4, "dim": 5120, "length": 8192},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "dim": 320, "length": 777}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "dim": 320, "length": range(621, 973)}]
 
 
 class Model(nn.Module):

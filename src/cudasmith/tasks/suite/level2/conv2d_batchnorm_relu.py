@@ -13,7 +13,15 @@ CONFIGS = [
     {"batch": 32, "in_channels": 64, "out_channels": 64, "height": 56, "width": 56},
     {"batch": 64, "in_channels": 128, "out_channels": 128, "height": 56, "width": 56},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "in_channels": 32, "out_channels": 48, "height": 31, "width": 29}]
+HIDDEN_CONFIGS = [
+    {
+        "batch": range(4, 8),
+        "in_channels": 32,
+        "out_channels": 48,
+        "height": range(24, 40),
+        "width": range(23, 38),
+    }
+]
 
 
 class Model(nn.Module):

@@ -13,7 +13,15 @@ CONFIGS = [
     {"batch": 16, "in_channels": 64, "out_channels": 128, "height": 112, "width": 112},
     {"batch": 32, "in_channels": 128, "out_channels": 256, "height": 56, "width": 56},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "in_channels": 48, "out_channels": 64, "height": 45, "width": 39}]
+HIDDEN_CONFIGS = [
+    {
+        "batch": range(2, 5),
+        "in_channels": 48,
+        "out_channels": 64,
+        "height": range(36, 58),
+        "width": range(31, 50),
+    }
+]
 
 
 class Model(nn.Module):

@@ -16,7 +16,7 @@ CONFIGS = [
     {"batch": 16, "heads": 32, "kv_heads": 8, "max_len": 4096, "head_dim": 128},
     {"batch": 16, "heads": 64, "kv_heads": 8, "max_len": 8192, "head_dim": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "heads": 28, "kv_heads": 4, "max_len": 3001, "head_dim": 128}]
+HIDDEN_CONFIGS = [{"batch": range(4, 8), "heads": 28, "kv_heads": 4, "max_len": 3001, "head_dim": 128}]
 
 
 class Model(nn.Module):

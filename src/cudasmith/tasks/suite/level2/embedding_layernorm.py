@@ -13,7 +13,7 @@ CONFIGS = [
     {"batch": 32, "seq": 512, "vocab": 30522, "dim": 768},
     {"batch": 64, "seq": 512, "vocab": 30522, "dim": 1024},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "seq": 300, "vocab": 50265, "dim": 768}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "seq": range(240, 376), "vocab": 50265, "dim": 768}]
 
 
 class Model(nn.Module):

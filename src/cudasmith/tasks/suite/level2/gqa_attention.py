@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 4, "heads": 28, "kv_heads": 4, "seq": 1024, "head_dim": 128},
     {"batch": 1, "heads": 32, "kv_heads": 8, "seq": 4096, "head_dim": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 2, "heads": 12, "kv_heads": 2, "seq": 300, "head_dim": 64}]
+HIDDEN_CONFIGS = [{"batch": range(1, 4), "heads": 12, "kv_heads": 2, "seq": range(240, 376), "head_dim": 64}]
 
 
 class Model(nn.Module):

@@ -14,7 +14,15 @@ CONFIGS = [
     {"batch": 2, "channels": 320, "out_channels": 320, "height": 64, "width": 64},
     {"batch": 8, "channels": 640, "out_channels": 640, "height": 32, "width": 32},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "channels": 96, "out_channels": 64, "height": 37, "width": 35}]
+HIDDEN_CONFIGS = [
+    {
+        "batch": range(2, 5),
+        "channels": 96,
+        "out_channels": 64,
+        "height": range(29, 48),
+        "width": range(28, 45),
+    }
+]
 
 
 class Model(nn.Module):

@@ -15,7 +15,7 @@ CONFIGS = [
     {"tokens": 4096, "hidden": 4096},
     {"tokens": 16384, "hidden": 14336},
 ]
-HIDDEN_CONFIGS = [{"tokens": 999, "hidden": 5120}]
+HIDDEN_CONFIGS = [{"tokens": range(799, 1250), "hidden": 5120}]
 # float32 rounding of max|x| / 127.
 SCALE_RTOL = 1e-6
 # How far past a half-integer x / s may round the other way (float32 error of the division, ≤ 127 · 2⁻²³).

@@ -15,7 +15,7 @@ CONFIGS = [
     {"tokens": 16, "in_features": 4096, "out_features": 14336},
     {"tokens": 4096, "in_features": 4096, "out_features": 14336},
 ]
-HIDDEN_CONFIGS = [{"tokens": 3, "in_features": 1536, "out_features": 4103}]
+HIDDEN_CONFIGS = [{"tokens": range(2, 5), "in_features": 1536, "out_features": 4103}]
 
 
 class Model(nn.Module):

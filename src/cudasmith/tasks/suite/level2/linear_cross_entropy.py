@@ -16,7 +16,7 @@ CONFIGS = [
     {"tokens": 2048, "hidden": 4096, "vocab": 32000},
     {"tokens": 4096, "hidden": 4096, "vocab": 128256},
 ]
-HIDDEN_CONFIGS = [{"tokens": 37, "hidden": 512, "vocab": 32003}]
+HIDDEN_CONFIGS = [{"tokens": range(29, 48), "hidden": 512, "vocab": 32003}]
 IGNORE_INDEX = -100
 
 

@@ -14,7 +14,7 @@ CONFIGS = [
     {"tokens": 8192, "in_features": 768, "out_features": 3072},
     {"tokens": 4096, "in_features": 4096, "out_features": 16384},
 ]
-HIDDEN_CONFIGS = [{"tokens": 100, "in_features": 1600, "out_features": 6400}]
+HIDDEN_CONFIGS = [{"tokens": range(80, 126), "in_features": 1600, "out_features": 6400}]
 
 
 class Model(nn.Module):

@@ -16,7 +16,7 @@ CONFIGS = [
     {"tokens": 4096, "hidden": 4096, "experts": 8, "top_k": 2},
     {"tokens": 16384, "hidden": 2048, "experts": 64, "top_k": 6},
 ]
-HIDDEN_CONFIGS = [{"tokens": 1001, "hidden": 2048, "experts": 60, "top_k": 4}]
+HIDDEN_CONFIGS = [{"tokens": range(800, 1253), "hidden": 2048, "experts": 60, "top_k": 4}]
 # Bfloat16 logits carry up to half an ulp (2⁻⁸ relative) of error each, so two of them may swap order when
 # they differ by less than 2⁻⁷ of the largest |logit|; this margin leaves room for that and the sum order.
 NEAR_TIE = 1.5e-2

@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 4, "seq": 2048, "heads": 32, "kv_heads": 8, "head_dim": 128},
     {"batch": 8, "seq": 8192, "heads": 32, "kv_heads": 8, "head_dim": 128},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "seq": 1000, "heads": 28, "kv_heads": 4, "head_dim": 64}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "seq": range(800, 1251), "heads": 28, "kv_heads": 4, "head_dim": 64}]
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:

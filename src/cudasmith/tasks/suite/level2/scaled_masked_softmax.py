@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 16, "heads": 16, "seq": 512},
     {"batch": 4, "heads": 16, "seq": 2048},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "heads": 12, "seq": 384}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "heads": 12, "seq": range(307, 481)}]
 
 
 class Model(nn.Module):

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 DTYPE = "bfloat16"
 CONFIGS = [{"tokens": 7, "dim": 1000}, {"tokens": 4096, "dim": 14336}, {"tokens": 16384, "dim": 14336}]
-HIDDEN_CONFIGS = [{"tokens": 333, "dim": 11008}]
+HIDDEN_CONFIGS = [{"tokens": range(266, 418), "dim": 11008}]
 
 
 class Model(nn.Module):

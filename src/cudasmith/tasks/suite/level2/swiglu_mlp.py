@@ -14,7 +14,7 @@ CONFIGS = [
     {"tokens": 2048, "hidden": 4096, "intermediate": 14336},
     {"tokens": 8192, "hidden": 4096, "intermediate": 14336},
 ]
-HIDDEN_CONFIGS = [{"tokens": 77, "hidden": 768, "intermediate": 2048}]
+HIDDEN_CONFIGS = [{"tokens": range(61, 98), "hidden": 768, "intermediate": 2048}]
 
 
 class Model(nn.Module):

@@ -19,7 +19,7 @@ CONFIGS = [
     {"batch": 16, "seq": 128, "dim": 384, "heads": 6, "layers": 4},
     {"batch": 32, "seq": 512, "dim": 768, "heads": 12, "layers": 12},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "seq": 77, "dim": 256, "heads": 4, "layers": 3}]
+HIDDEN_CONFIGS = [{"batch": range(4, 8), "seq": range(61, 98), "dim": 256, "heads": 4, "layers": 3}]
 
 
 def _linear(fan_in: int, fan_out: int) -> nn.Linear:

@@ -17,7 +17,7 @@ CONFIGS = [
     {"batch": 32, "channels": 40, "out_channels": 80, "blocks": 3, "size": 28},
     {"batch": 128, "channels": 80, "out_channels": 112, "blocks": 3, "size": 28},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "channels": 24, "out_channels": 40, "blocks": 2, "size": 33}]
+HIDDEN_CONFIGS = [{"batch": range(4, 8), "channels": 24, "out_channels": 40, "blocks": 2, "size": 33}]
 EXPAND, KERNEL, SQUEEZE = 6, 5, 4
 
 

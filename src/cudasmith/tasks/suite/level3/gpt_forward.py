@@ -19,7 +19,9 @@ CONFIGS = [
     {"batch": 4, "seq": 256, "vocab": 8191, "dim": 384, "heads": 6, "layers": 6},
     {"batch": 4, "seq": 1024, "vocab": 50257, "dim": 768, "heads": 12, "layers": 12},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "seq": 200, "vocab": 5003, "dim": 256, "heads": 8, "layers": 4}]
+HIDDEN_CONFIGS = [
+    {"batch": range(2, 5), "seq": range(160, 251), "vocab": 5003, "dim": 256, "heads": 8, "layers": 4}
+]
 
 Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 

@@ -18,7 +18,7 @@ CONFIGS = [
     {"batch": 2, "seq": 1000, "dim": 512, "heads": 8, "kv_heads": 2},
     {"batch": 2, "seq": 2048, "dim": 2048, "heads": 16, "kv_heads": 4},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "seq": 300, "dim": 384, "heads": 6, "kv_heads": 3}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "seq": range(240, 376), "dim": 384, "heads": 6, "kv_heads": 3}]
 ROPE_BASE = 10000.0
 EPS = 1e-5
 

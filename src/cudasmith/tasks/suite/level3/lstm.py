@@ -14,7 +14,7 @@ CONFIGS = [
     {"batch": 16, "seq": 100, "features": 300, "hidden": 500, "layers": 2},
     {"batch": 64, "seq": 256, "features": 512, "hidden": 1024, "layers": 2},
 ]
-HIDDEN_CONFIGS = [{"batch": 7, "seq": 77, "features": 128, "hidden": 257, "layers": 3}]
+HIDDEN_CONFIGS = [{"batch": range(5, 10), "seq": range(61, 98), "features": 128, "hidden": 257, "layers": 3}]
 
 
 class Model(nn.Module):

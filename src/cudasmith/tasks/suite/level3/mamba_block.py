@@ -19,7 +19,7 @@ CONFIGS = [
     {"batch": 8, "seq": 500, "dim": 384, "state": 16},
     {"batch": 4, "seq": 1024, "dim": 768, "state": 16},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "seq": 200, "dim": 256, "state": 16}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "seq": range(160, 251), "dim": 256, "state": 16}]
 EXPAND, CONV_WIDTH = 2, 4
 
 

@@ -33,7 +33,7 @@ CONFIGS = [
 ]
 HIDDEN_CONFIGS = [
     {
-        "batch": 5,
+        "batch": range(4, 8),
         "image": 96,
         "patch": 12,
         "dim": 320,

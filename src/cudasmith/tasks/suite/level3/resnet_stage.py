@@ -16,7 +16,7 @@ CONFIGS = [
     {"batch": 16, "channels": 512, "width": 256, "blocks": 3, "size": 27},
     {"batch": 32, "channels": 256, "width": 128, "blocks": 4, "size": 56},
 ]
-HIDDEN_CONFIGS = [{"batch": 4, "channels": 64, "width": 64, "blocks": 3, "size": 57}]
+HIDDEN_CONFIGS = [{"batch": range(3, 6), "channels": 64, "width": range(51, 81), "blocks": 3, "size": 57}]
 
 
 def _batch_norm(channels: int) -> nn.BatchNorm2d:

@@ -16,7 +16,7 @@ CONFIGS = [
     {"batch": 4, "seq": 500, "dim": 384, "heads": 6},
     {"batch": 8, "seq": 1024, "dim": 768, "heads": 12},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "seq": 257, "dim": 512, "heads": 8}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "seq": range(205, 323), "dim": 512, "heads": 8}]
 
 
 def _linear(fan_in: int, fan_out: int) -> nn.Linear:

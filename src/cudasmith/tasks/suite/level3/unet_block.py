@@ -18,7 +18,7 @@ CONFIGS = [
     {"batch": 4, "channels": 64, "size": 127},
     {"batch": 8, "channels": 64, "size": 256},
 ]
-HIDDEN_CONFIGS = [{"batch": 3, "channels": 32, "size": 95}]
+HIDDEN_CONFIGS = [{"batch": range(2, 5), "channels": 32, "size": 95}]
 GROUPS = 8
 
 

@@ -17,7 +17,7 @@ CONFIGS = [
     {"batch": 16, "tokens": 197, "dim": 384, "heads": 6},
     {"batch": 64, "tokens": 197, "dim": 768, "heads": 12},
 ]
-HIDDEN_CONFIGS = [{"batch": 5, "tokens": 65, "dim": 192, "heads": 3}]
+HIDDEN_CONFIGS = [{"batch": range(4, 8), "tokens": range(52, 83), "dim": 192, "heads": 3}]
 
 
 def _linear(fan_in: int, fan_out: int) -> nn.Linear:

@@ -1,5 +1,5 @@
 """A stored run as reports see it: its attempts (judged candidates), what its model calls cost, and its
-summary (cudasmith.report.metrics).
+summary (cudasmith.store.metrics).
 
 A bench of files spans several tasks, so its candidates carry their task in `meta["task"]` (and the
 sample index and another judge's claim beside it); a bench of a model is one search run per task (its
@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cudasmith.report.metrics import Attempt, Cost, Summary, summarize
-from cudasmith.store import CallRecord, CandidateRecord, Run, RunStore
+from cudasmith.store import CallRecord, CandidateRecord, Run, RunStore, Usage
+from cudasmith.store.metrics import Attempt, Cost, Summary, summarize
 
 # How the search marks an exact duplicate it did not judge (cudasmith.search.novelty).
 DUPLICATE = re.compile(r"a duplicate of candidate (\d+)")
@@ -53,23 +53,38 @@ class RunView:
         return list(found.values())
 
 
-def _cumulative_cost(calls: list[CallRecord]) -> tuple[dict[int, float | None], Cost | None]:
-    """Spend so far at each completion (None once an unknown price was met) and the run's cost."""
-    if not calls:
-        return {}, None
+def model_costs(calls: list[CallRecord]) -> dict[str, Usage]:
+    """What a run's model calls cost, per model: the one sum every cost of a run is read from."""
+    by_model: dict[str, Usage] = {}
+    for call in calls:
+        entry = by_model.setdefault(call.model, Usage())
+        entry.calls += 1
+        for completion in call.completions:
+            entry.add(completion)
+    return by_model
+
+
+def run_cost(by_model: dict[str, Usage]) -> Cost | None:
+    """A run's cost over its models (model_costs); None when no model was called."""
+    if not by_model:
+        return None
+    total = sum(by_model.values(), Usage())
+    return Cost(total_usd=total.usd, calls=total.calls, unpriced_calls=total.unpriced_completions)
+
+
+def _spent_at_completion(calls: list[CallRecord]) -> dict[int, float | None]:
+    """The run's spend so far at each answer, in call order; None once an unknown price was met."""
     spent: float | None = 0.0
     at_completion: dict[int, float | None] = {}
-    unpriced = 0
     for call in calls:
         for completion in call.completions:
             if completion.cost_usd is None:
-                unpriced += 1
                 spent = None
             elif spent is not None:
                 spent += completion.cost_usd
         for completion in call.completions:
             at_completion[completion.id] = spent
-    return at_completion, Cost(total_usd=spent, calls=len(calls), unpriced_calls=unpriced)
+    return at_completion
 
 
 def _attempt(
@@ -102,21 +117,14 @@ def _verdict(candidate: CandidateRecord, by_id: dict[int, CandidateRecord]) -> d
     return None if original is None else original.verdict
 
 
-def _run_attempts(store: RunStore, run: Run) -> tuple[list[Attempt], Cost | None, int]:
+def _run_attempts(store: RunStore, run: Run) -> tuple[list[Attempt], list[CallRecord], int]:
+    """A run's attempts, its model calls, and how many of its candidates have no verdict."""
     candidates = store.candidates(run.id)
     by_id = {c.id: c for c in candidates}
-    spent, cost = _cumulative_cost(store.calls(run.id))
+    calls = store.calls(run.id)
+    spent = _spent_at_completion(calls)
     attempts = [_attempt(run, c, v, spent) for c in candidates if (v := _verdict(c, by_id)) is not None]
-    return attempts, cost, len(candidates) - len(attempts)
-
-
-def _total(costs: list[Cost | None]) -> Cost | None:
-    known = [c for c in costs if c is not None]
-    if not known:
-        return None
-    totals = [c.total_usd for c in known]
-    total = None if any(t is None for t in totals) else sum(t for t in totals if t is not None)
-    return Cost(total, sum(c.calls for c in known), sum(c.unpriced_calls for c in known))
+    return attempts, calls, len(candidates) - len(attempts)
 
 
 def load_run(store: RunStore, run_id: str) -> RunView:
@@ -126,5 +134,5 @@ def load_run(store: RunStore, run_id: str) -> RunView:
     searches = task_runs(store, run) if run.kind == "bench" else {}
     parts = [_run_attempts(store, r) for r in (searches.values() if searches else [run])]
     attempts = [a for part in parts for a in part[0]]
-    cost = _total([part[1] for part in parts])
+    cost = run_cost(model_costs([call for part in parts for call in part[1]]))
     return RunView(run, attempts, cost, summarize(attempts, cost), sum(part[2] for part in parts))

@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 
 from cudasmith.search.feedback import trim_compiler_output, trim_traceback
-from cudasmith.search.strategies.base import Candidate
+from cudasmith.search.strategies.base import SearchCandidate
 
 # Lines of compiler output or traceback shown per failure (the parent's own feedback shows more).
 FAILURE_LOG_LINES = 6
 NUMBER = re.compile(r"\d+(\.\d+)?(e[-+]?\d+)?")
 
 
-def summary_line(candidate: Candidate) -> str:
+def summary_line(candidate: SearchCandidate) -> str:
     """'candidate 7: correct, 1.80x eager PyTorch, 34 % of speed of light' and the like."""
     verdict = candidate.verdict
     if verdict is None:
@@ -26,7 +26,7 @@ def summary_line(candidate: Candidate) -> str:
     return text if candidate.correct else f"{text}: {verdict.reason}"
 
 
-def _failure_text(candidate: Candidate) -> str:
+def _failure_text(candidate: SearchCandidate) -> str:
     assert candidate.verdict is not None
     verdict = candidate.verdict
     text = f"- {verdict.status}: {verdict.reason}"
@@ -38,7 +38,7 @@ def _failure_text(candidate: Candidate) -> str:
     return text
 
 
-def failures_block(candidates: list[Candidate], shown: int, chars: int) -> str:
+def failures_block(candidates: list[SearchCandidate], shown: int, chars: int) -> str:
     """The distinct failures among `candidates`, most repairable first, at most `shown` and `chars`.
 
     Two failures are the same when their status and reason match with numbers ignored (a mismatch at
@@ -61,7 +61,7 @@ def failures_block(candidates: list[Candidate], shown: int, chars: int) -> str:
     return "\n".join(parts)
 
 
-def inspirations_block(candidates: list[Candidate], chars: int) -> str:
+def inspirations_block(candidates: list[SearchCandidate], chars: int) -> str:
     """Each candidate's summary and code, as long as they fit in `chars`."""
     parts: list[str] = []
     used = 0

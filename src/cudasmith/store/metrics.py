@@ -26,7 +26,7 @@ from typing import Any
 
 from cudasmith.harness.sandbox import NOT_ISOLATED
 from cudasmith.harness.verdict import STATUSES, geometric_mean
-from cudasmith.report.rules import rule_broken
+from cudasmith.store.rules import rule_broken
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 # Baselines in the order reports show them (names of cudasmith.harness.baselines.BASELINES).

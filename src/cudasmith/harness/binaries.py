@@ -1,0 +1,163 @@
+"""Candidate binaries read as files: the names they carry, and PyTorch's compute reached below the dispatcher.
+
+A library a candidate built (compile_c, load_inline, anything it loads) can call ATen's kernels directly
+(at::cpu::mm_out, at::native::…, a redispatch), where no RecordFunction runs and the operator recorder sees
+nothing, or switch the recorder off from C++ (c10::enableRecordFunction). Either needs the symbol's name
+in the binary: imported (an undefined dynamic symbol), or as a string handed to dlsym. The judge reads
+every identifier-like string of each candidate binary mapped into the worker and refuses one that names
+such an entry point without defining it (a template of ATen's headers compiled into the library is the
+library's own code).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import sys
+
+from cudasmith.harness.audit import Origins
+
+# Where the system's and the environment's shared libraries live (a library that torch loads lazily, such
+# as cuBLASLt at the first matmul, comes from one of these or from site-packages). A candidate's compiled
+# extension placed here would only lose its claim to its own kernels.
+SYSTEM_LIBRARY_DIRS = tuple(
+    dict.fromkeys(
+        [
+            "/lib/",
+            "/lib64/",
+            "/usr/lib/",
+            "/usr/lib64/",
+            "/usr/local/cuda",
+            "/usr/local/nvidia/",
+            os.path.join(sys.prefix, "lib") + os.sep,
+            os.path.join(sys.base_prefix, "lib") + os.sep,
+        ]
+    )
+)
+# What a compiled extension's binary registers as its kernels: mangled C++ names and plain identifiers.
+_BINARY_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_$.]{2,512}(?=\x00)")
+# PyTorch's C++ below the dispatcher (Itanium-mangled; _ZNK for const methods): structured kernels of a
+# backend, native functions, redispatches, and the recorder's and the profiler's switches.
+BELOW_DISPATCHER = re.compile(
+    r"^_ZNK?(2at(3cpu|4cuda|4meta|6native|10redispatch|25compositeexplicitautograd"
+    r"|25compositeimplicitautograd|38compositeexplicitautogradnonfunctional|20enableRecordFunction)"
+    r"|3c1020enableRecordFunction|5torch8autograd8profiler|5torch8profiler)"
+)
+# Facts about the device under at::cuda: not compute.
+DEVICE_FACTS = re.compile(
+    r"^_ZNK?2at4cuda(26getCurrentDeviceProperties|19getDeviceProperties|9warp_size|6detail|12is_available"
+    r"|12device_count|14current_device)"
+)
+_OPS = re.compile(r"^_ZNK?2at4_ops(\d+)")
+
+
+def mapped_binaries() -> dict[str, str]:
+    """Every shared object mapped into this process, however it was loaded (load_inline's extensions are
+    imported without an entry in sys.modules; a library may be mapped from memory, or its file deleted),
+    with the address range of one of its mappings."""
+    found: dict[str, str] = {}
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if ".so" in line and len(fields) == 6:
+                    found.setdefault(fields[5].strip(), fields[0])
+    except OSError:
+        pass
+    return found
+
+
+def names_in_binary(data: bytes) -> list[str]:
+    """Every identifier-like string in a binary (its symbols and its registered kernel names among them)."""
+    return [match.decode() for match in _BINARY_NAME.findall(data)]
+
+
+def read_binary(path: str, mapping: str | None = None) -> bytes:
+    """A mapped binary's bytes: what is mapped (through /proc/self/map_files, which needs privileges on
+    most kernels), else the file at its path unless that file was deleted or never was; b"" if neither."""
+    sources = [f"/proc/self/map_files/{mapping}"] if mapping else []
+    if not path.endswith("(deleted)") and not path.startswith("/memfd:"):
+        sources.append(path)
+    for source in sources:
+        try:
+            with open(source, "rb") as binary:
+                return binary.read()
+        except OSError:
+            continue
+    return b""
+
+
+def _redispatch(name: str) -> bool:
+    """at::_ops::<op>::redispatch: an operator entered below the dispatcher's RecordFunction."""
+    match = _OPS.match(name)
+    if match is None:
+        return False
+    rest = name[match.end() + int(match.group(1)) :]
+    return rest.startswith("10redispatch")
+
+
+def below_dispatcher(name: str) -> bool:
+    """Whether a (mangled) symbol is PyTorch's C++ below the dispatcher or a switch of its recorder."""
+    return (bool(BELOW_DISPATCHER.match(name)) and not DEVICE_FACTS.match(name)) or _redispatch(name)
+
+
+def defined_symbols(data: bytes) -> set[str]:
+    """Names of the symbols an ELF64 little-endian binary defines (symbol table and dynamic symbols)."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return set()
+    (section_offset,) = struct.unpack_from("<Q", data, 0x28)
+    entry_size, count = struct.unpack_from("<HH", data, 0x3A)
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", data, section_offset + i * entry_size) for i in range(count)
+    ]
+    defined: set[str] = set()
+    for _, kind, _, _, offset, size, link, _, _, symbol_size in sections:
+        if kind not in (2, 11) or not symbol_size or link >= count:  # SHT_SYMTAB, SHT_DYNSYM
+            continue
+        strings = sections[link][4]
+        for start in range(offset, offset + size - symbol_size + 1, symbol_size):
+            name_offset, _, _, section_index = struct.unpack_from("<IBBH", data, start)
+            if section_index != 0 and name_offset:  # SHN_UNDEF: imported, not defined
+                end = data.find(b"\x00", strings + name_offset)
+                defined.add(data[strings + name_offset : end].decode(errors="replace"))
+    return defined
+
+
+def torch_below_dispatcher(data: bytes) -> list[str]:
+    """The PyTorch entry points below the dispatcher a binary names without defining them, sorted."""
+    named = {name for name in names_in_binary(data) if below_dispatcher(name)}
+    return sorted(named - defined_symbols(data)) if named else []
+
+
+class CandidateBinaries:
+    """The candidate's binaries mapped into the worker, each read once, for PyTorch below the dispatcher."""
+
+    def __init__(self, origins: Origins) -> None:
+        """Made before the solution is imported: what is mapped by then is not the candidate's."""
+        self.origins = origins
+        self.seen = set(mapped_binaries())
+        self.found: str | None = None
+
+    def refused(self) -> str | None:
+        """A reason naming the first candidate binary that calls PyTorch below the dispatcher (or that the
+        judge cannot read), or None."""
+        mapped = mapped_binaries()
+        for path in sorted(mapped.keys() - self.seen):
+            self.seen.add(path)
+            if (
+                self.found
+                or path.startswith(SYSTEM_LIBRARY_DIRS)
+                or self.origins.of_path(path) != "candidate"
+            ):
+                continue
+            data = read_binary(path, mapped[path])
+            if not data:
+                self.found = f"{os.path.basename(path)} is mapped from where the judge cannot read it"
+            elif names := torch_below_dispatcher(data):
+                shown = ", ".join(names[:2]) + (f" and {len(names) - 2} more" if len(names) > 2 else "")
+                self.found = (
+                    f"{os.path.basename(path)} calls PyTorch's C++ below the dispatcher, where no operator is "
+                    f"recorded ({shown}): library compute, not the solution's own"
+                )
+        return self.found

@@ -1,0 +1,136 @@
+"""The profiler as the judge drives it: operators on every thread, and on a GPU every kernel, copy and
+memset, between a start and a stop that prove the recording whole.
+
+Operators are recorded on every thread of the process, not only the caller's: PyTorch on a helper thread
+(`threading`, a raw `_thread`, `asyncio.to_thread`) that ends before forward returns is still seen. In that
+mode the profiler's thread-local "enabled" flag reads False, so a recording is proved whole otherwise: two
+ranges of fresh random names, one after the start and one before the stop, must both be in its records
+(switched off, or restarted, in between, one is missing). The records are read through accessors captured
+before any solution loaded (timing/activity.py), never through the classes a candidate could patch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from cudasmith.timing import clock
+from cudasmith.timing.activity import (
+    Activity,
+    activity_kind,
+    event_device_type,
+    event_duration_ns,
+    event_name,
+    event_start_ns,
+    event_thread,
+    result_events,
+)
+
+GPU_WORK_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+@dataclass(frozen=True)
+class CpuEvent:
+    """One RecordFunction range: an operator or an annotation, on one thread (nanoseconds)."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+    thread: int
+    kind: str
+
+
+def split_events(events: Iterable[Any], cuda_device_type: Any) -> tuple[list[CpuEvent], list[Activity]]:
+    """Kineto's events as operator ranges on the CPU and work on the GPU (read through the accessors
+    captured before any solution loaded)."""
+    cpu: list[CpuEvent] = []
+    gpu: list[Activity] = []
+    for event in events:
+        kind = activity_kind(event)
+        name = event_name(event)
+        start = event_start_ns(event)
+        end = start + event_duration_ns(event)
+        if event_device_type(event) == cuda_device_type:
+            if kind in GPU_WORK_KINDS and "sync" not in name.lower():
+                gpu.append(Activity(name, start, end, kind))
+        elif kind in ("cpu_op", "user_annotation", "cpu_event"):
+            cpu.append(CpuEvent(name, start, end, event_thread(event), kind))
+    # Without activity types (older torch), annotations mirrored onto the GPU's timeline look like kernels:
+    # they carry the names of ranges on the CPU, which no kernel has.
+    ranges = {event.name for event in cpu}
+    return cpu, [activity for activity in gpu if activity.name not in ranges]
+
+
+class RecordingLost(Exception):
+    """The judge's recording did not span the whole window: switched off, or restarted, in between."""
+
+
+def _every_thread_config() -> Any:
+    """Kineto's option to record operators on every thread (torch 2.7 on), or None where torch lacks it."""
+    try:
+        return torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+    except (TypeError, AttributeError):
+        return None
+
+
+# Whether operators on threads other than the caller's are recorded. Where they are not, candidate code
+# may start no thread at all (audit.py), so that no operator runs where the recorder does not look.
+EVERY_THREAD = _every_thread_config() is not None
+# The profiler's modules, held before any solution loads. Its switches are looked up when a recording
+# starts, which is always after a tamper check (tamper.py watches these namespaces).
+_autograd = torch._C._autograd
+_profiler = torch._C._profiler
+
+
+def _profiler_config() -> Any:
+    profiler = _profiler
+    experimental = _every_thread_config() or profiler._ExperimentalConfig()
+    fields = (profiler.ProfilerState.KINETO, False, False, False, False, False, experimental)
+    try:
+        return profiler.ProfilerConfig(*fields, "")
+    except TypeError:  # torch from before the trace id
+        return profiler.ProfilerConfig(*fields)
+
+
+class Observation:
+    """The profiler recording operators on every thread, and on a GPU every kernel, copy and memset,
+    between start and stop."""
+
+    def __init__(self, gpu: bool) -> None:
+        self.gpu = gpu
+        self._disable: Any = None
+        self._opening = self._closing = ""
+
+    def start(self) -> None:
+        autograd, profiler = _autograd, _profiler
+        activities = {profiler.ProfilerActivity.CPU}
+        if self.gpu:
+            activities.add(profiler.ProfilerActivity.CUDA)
+        config = _profiler_config()
+        autograd._prepare_profiler(config, activities)
+        self._disable = autograd._disable_profiler  # the stop calls what the start saw
+        autograd._enable_profiler(config, activities)
+        seed = clock.fresh_seed()
+        self._opening, self._closing = f"cudasmith-open-{seed:x}", f"cudasmith-close-{seed:x}"
+        with clock.RecordFunctionFast(self._opening):
+            pass
+
+    def stop(self) -> tuple[list[CpuEvent], list[Activity], int]:
+        """Operators, GPU work, and how many CUDA graphs were launched; RecordingLost when the recording
+        was not whole."""
+        with clock.RecordFunctionFast(self._closing):
+            pass
+        if self.gpu:
+            clock.cuda_synchronize()
+        results = self._disable()
+        events = list(result_events(results)) if results is not None else []
+        cpu, gpu = split_events(events, clock.CUDA_DEVICE_TYPE)
+        seen = {event.name for event in cpu}
+        if self._opening not in seen or self._closing not in seen:
+            raise RecordingLost("the judge's recording was switched off or restarted in the middle")
+        cpu = [event for event in cpu if event.name not in (self._opening, self._closing)]
+        graphs = sum(1 for event in events if "GraphLaunch" in event_name(event))
+        return cpu, gpu, graphs
