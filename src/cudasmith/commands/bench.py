@@ -41,7 +41,7 @@ def _verdict_line(candidate: CandidateRecord, cached: bool) -> str:
 
     from cudasmith.report.metrics import speedup_of
     from cudasmith.report.rules import rule_broken
-    from cudasmith.report.verdict_table import STATUS_STYLE
+    from cudasmith.report.verdict_table import status_markup
 
     verdict = candidate.verdict or {}
     status = str(verdict.get("status"))
@@ -54,9 +54,7 @@ def _verdict_line(candidate: CandidateRecord, cached: bool) -> str:
         detail = f"{rule}: {reason}" if rule else reason
     where = f"{candidate.meta.get('task')} {Path(candidate.path or candidate.key).name}"
     from_cache = " [dim](cached verdict)[/]" if cached else ""
-    return (
-        f"[{STATUS_STYLE.get(status, 'bold')}]{status:<13}[/] {escape(where)}: {escape(detail)}{from_cache}"
-    )
+    return f"{status_markup(status, width=13)} {escape(where)}: {escape(detail)}{from_cache}"
 
 
 @contextmanager

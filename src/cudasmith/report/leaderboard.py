@@ -10,7 +10,7 @@ from cudasmith.harness.baselines import BASELINES
 from cudasmith.report.metrics import FAST_P, Summary
 from cudasmith.report.rules import RULE_TITLES
 from cudasmith.report.runs import RunView
-from cudasmith.report.verdict_table import STATUS_STYLE
+from cudasmith.report.verdict_table import status_markup
 from cudasmith.wording import plural
 
 # Leaderboards rank runs by this fast_p against eager PyTorch: correct and faster.
@@ -110,7 +110,7 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
     """One run's verdicts per status, rejections per rule, pass@k and, for a re-judged run, the claims."""
     console = console or Console()
     summary = view.summary
-    statuses = ", ".join(f"[{STATUS_STYLE.get(s, '')}]{s}[/] {n}" for s, n in summary.statuses.items())
+    statuses = ", ".join(f"{status_markup(s)} {n}" for s, n in summary.statuses.items())
     kernels = f"{summary.attempts} kernel{'s' if summary.attempts != 1 else ''}"
     tasks = f"{summary.tasks} task{'s' if summary.tasks != 1 else ''}"
     console.print(f"[bold]{view.run.id}[/]: {kernels} judged on {tasks}: {statuses}")
