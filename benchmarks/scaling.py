@@ -1,7 +1,7 @@
 """Candidates judged per minute on one lane and on every lane, through the local executor and through
 Ray, on one fixed batch, side by side in one run.
 
-    python benchmarks/scaling.py                          # GPU: 1 lane, then 2, local and ray
+    python benchmarks/scaling.py                          # 1 lane, then 2, local and ray
     python benchmarks/scaling.py --budget-s 420           # every row within its share of 7 minutes
     python benchmarks/scaling.py --executors local        # without Ray
     python benchmarks/scaling.py --device cpu --lanes 1,2 --repeat 1 --quick   # the CPU smoke (CI)
@@ -45,7 +45,7 @@ CPU_BATCH = {
     "tests/solutions/softmax_cpu_unnormalised.py": ("level1/softmax", "incorrect"),
 }
 console = Console(stderr=True, highlight=False)
-# The lane counts the README quotes (one GPU, then two).
+# The lane counts the README quotes: one lane, then two (a GPU each; on the CPU, a session each).
 DEFAULT_LANES = (1, 2)
 
 
@@ -174,12 +174,10 @@ def measure(
     )
 
 
-def lane_counts(device: str, spec: str | None) -> list[int]:
-    if spec:
-        return [int(part) for part in spec.split(",")]
-    if device == "cpu":
-        return [1]
-    return list(DEFAULT_LANES)
+def lane_counts(spec: str | None) -> list[int]:
+    """The lane counts of the rows: those given, else one lane then two, on a GPU machine and on the CPU
+    alike (the README's numbers are for two)."""
+    return [int(part) for part in spec.split(",")] if spec else list(DEFAULT_LANES)
 
 
 def print_table(rows: list[Row], device: str) -> None:
@@ -215,7 +213,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None, help="cuda or cpu [default: cuda when a GPU is visible]")
     parser.add_argument("--executors", default="local,ray", help="comma-separated: local, ray")
-    parser.add_argument("--lanes", default=None, help="lane counts, e.g. 1,2,4 [default: 1,2 on GPUs]")
+    parser.add_argument("--lanes", default=None, help="lane counts, e.g. 1,2,4 [default: 1,2]")
     parser.add_argument("--repeat", type=int, default=2, help="times each file of the batch is judged")
     parser.add_argument("--tasks", default=None, help="only these tasks of the GPU batch, comma-separated")
     parser.add_argument("--with-hangs", action="store_true", help="keep the kernel that never ends")
@@ -233,7 +231,7 @@ def main() -> None:
     chosen = batch(device, args.with_hangs, args.tasks.split(",") if args.tasks else None)
     work = jobs(chosen, args.repeat, args.quick, device)
     rows: list[Row] = []
-    plan = [(kind, lanes) for kind in args.executors.split(",") for lanes in lane_counts(device, args.lanes)]
+    plan = [(kind, lanes) for kind in args.executors.split(",") for lanes in lane_counts(args.lanes)]
     share = None if args.budget_s is None else args.budget_s / len(plan)
     for kind, lanes in plan:
         console.print(f"{kind}, {lanes} lanes: {len(work)} candidates …")

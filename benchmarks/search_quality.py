@@ -2,7 +2,7 @@
 fast_p and the geometric-mean speedup of the best kernels against eager PyTorch and torch.compile.
 
     python benchmarks/search_quality.py --model openai:gpt-5-mini --level level1 [--strategy fsr]
-        [-n 4] [-d 5] [--budget 20] [--tasks level1/relu,level1/softmax] [--store runs/quality.db] [--json]
+        [-n 4] [--depth 5] [--budget 20] [--tasks level1/relu,level1/softmax] [--store runs/quality.db] [--json]
 
 It needs a model endpoint (a key in OPENAI_API_KEY or ANTHROPIC_API_KEY, or a local OpenAI-compatible
 server) and a GPU; the workplace's machines reach no model endpoint, so it was never run there. Each
@@ -20,6 +20,8 @@ import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from cudasmith.errors import CudasmithError, UsageError
 
 P_VALUES = (0.0, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
@@ -58,41 +60,43 @@ def metrics(results: dict[str, dict[str, float] | None]) -> dict[str, Any]:
     return report
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--level", default="level1")
-    parser.add_argument("--tasks", help="comma-separated task names instead of a whole level")
-    parser.add_argument("--strategy", default="fsr", choices=("fsr", "evolve"))
-    parser.add_argument("-n", type=int, default=4)
-    parser.add_argument("-d", "--depth", type=int, default=5)
-    parser.add_argument("--budget", type=float, help="US$ per task")
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--store", type=Path, default=Path("runs") / "quality.db")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args()
-
-    from cudasmith.harness.options import EvalOptions
+def _checked(args: argparse.Namespace) -> list[Any]:
+    """The problems to search, once everything the runs need is known to be there (the device, the
+    model's client, the tasks): a bad input stops the script before any work, and before the store."""
+    from cudasmith.device import usable_device
+    from cudasmith.llm import load_llm_config, make_client
     from cudasmith.search.ask import load_problem_or_task
-    from cudasmith.search.optimize import optimize
-    from cudasmith.store import RunStore
     from cudasmith.tasks.problem import list_task_names
 
+    usable_device(args.device)
+    make_client(args.model, load_llm_config())
     names = (
         args.tasks.split(",")
         if args.tasks
         else [t for t in list_task_names() if t.startswith(f"{args.level}/")]
     )
+    if not names:
+        raise UsageError(f"no tasks in level {args.level!r} (cudasmith tasks lists the levels)")
+    return [load_problem_or_task(name) for name in names]
+
+
+def _search_all(
+    args: argparse.Namespace, problems: list[Any]
+) -> tuple[dict[str, dict[str, float] | None], float]:
+    """Each task's best speedups (None: nothing correct) and the known cost, running what is not done."""
+    from cudasmith.harness.options import EvalOptions
+    from cudasmith.search.optimize import optimize
+    from cudasmith.store import RunStore
+
     results: dict[str, dict[str, float] | None] = {}
     cost = 0.0
-    for index, task in enumerate(names, start=1):
-        name = load_problem_or_task(task).name
+    for index, problem in enumerate(problems, start=1):
         with RunStore(args.store) as store:
-            previous = _existing(store, name, args.model, args.strategy)
+            previous = _existing(store, problem.name, args.model, args.strategy)
         if previous is None or previous.status != "finished":
-            print(f"[{index}/{len(names)}] {task}", file=sys.stderr)
+            print(f"[{index}/{len(problems)}] {problem.name}", file=sys.stderr)
             optimize(
-                None if previous else task,
+                None if previous else problem,
                 args.model,
                 strategy=args.strategy,
                 n=args.n,
@@ -104,9 +108,31 @@ def main() -> int:
                 options=EvalOptions(baselines=BASELINES),
             )
         with RunStore(args.store) as store:
-            run = _existing(store, name, args.model, args.strategy)
-            results[name] = _best_speedups(store, run.id)
+            run = _existing(store, problem.name, args.model, args.strategy)
+            results[problem.name] = _best_speedups(store, run.id)
             cost += ((run.summary or {}).get("cost") or {}).get("known_usd") or 0.0
+    return results, cost
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", "-m", required=True)
+    parser.add_argument("--level", default="level1")
+    parser.add_argument("--tasks", help="comma-separated task names instead of a whole level")
+    parser.add_argument("--strategy", default="fsr", choices=("fsr", "evolve"))
+    parser.add_argument("--n", "-n", type=int, default=4)
+    parser.add_argument("--depth", type=int, default=5)
+    parser.add_argument("--budget", type=float, help="US$ per task")
+    parser.add_argument("--device", "-d", default="cuda")
+    parser.add_argument("--store", type=Path, default=Path("runs") / "quality.db")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+
+    try:
+        results, cost = _search_all(args, _checked(args))
+    except CudasmithError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     report = {"model": args.model, "strategy": args.strategy, **metrics(results), "known_cost_usd": cost}
     report["per_task"] = results
     if args.json:

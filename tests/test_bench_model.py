@@ -72,6 +72,11 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
         searches = task_runs(store, store.run(result.run_id))
         assert sorted(searches) == ["level1/relu", "level1/vector_add"]
         assert all(r.kind == "optimize" and r.strategy == "one-shot" for r in searches.values())
+        bench_folder = Path(store.run(result.run_id).directory or "")
+        assert bench_folder.parent == tmp_path, "the bench run's folder is beside the store"
+        assert all(Path(r.directory or "").parent == bench_folder for r in searches.values()), (
+            "its searches' inside"
+        )
         rows = trajectory_rows(store, result.run_id)
 
     assert [body.body["n"] for body in server.seen] == [2, 2]

@@ -3,6 +3,7 @@ Ray (a local instance), every candidate of the batch given its expected status, 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -49,3 +50,14 @@ def test_a_row_out_of_its_share_says_what_it_had_done(tmp_path: Path) -> None:
     assert row["candidates"] < 6 and row["wall_s"] < 60
     assert done.returncode == 1 and "out of its 3 s share" in done.stderr
     assert "per minute" in done.stdout  # the row's table, printed when the row ended
+
+
+def test_with_no_lanes_given_it_measures_one_lane_then_two_on_any_device() -> None:
+    """The README's numbers are for one lane and two, on the CPU machine too."""
+    spec = importlib.util.spec_from_file_location("scaling", ROOT / "benchmarks" / "scaling.py")
+    assert spec is not None and spec.loader is not None
+    scaling = importlib.util.module_from_spec(spec)
+    sys.modules["scaling"] = scaling  # its dataclasses look their module up there
+    spec.loader.exec_module(scaling)
+    assert scaling.lane_counts(None) == [1, 2]
+    assert scaling.lane_counts("1,2,4") == [1, 2, 4]

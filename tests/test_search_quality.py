@@ -52,7 +52,7 @@ def test_a_run_per_task_is_kept_and_not_run_again(tmp_path: Path) -> None:
         "--tasks",
         str(PROBLEMS / "add_small.py"),
     ]
-    command += ["-n", "1", "-d", "1", "--device", "cpu", "--store", str(tmp_path / "q.db"), "--json"]
+    command += ["-n", "1", "--depth", "1", "--device", "cpu", "--store", str(tmp_path / "q.db"), "--json"]
     for _ in range(2):  # the second finds the finished run (the recording has no answer left to give)
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr

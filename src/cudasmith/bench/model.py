@@ -62,6 +62,8 @@ def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options
             "judge_seed": options.seed,
         },
     )
+    # Its searches' folders go inside its own, not beside the store (a level is dozens of searches).
+    run.directory = str(store.path.parent / run.id)
     return store.create_run(run)
 
 
@@ -129,7 +131,7 @@ def bench_model(
         if spec.strategy not in MODEL_STRATEGIES:
             raise UsageError(f"unknown strategy {spec.strategy!r}; choose from {', '.join(MODEL_STRATEGIES)}")
         if spec.k < 1:
-            raise UsageError("-k must be at least 1")
+            raise UsageError("-n must be at least 1")
         options = options or EvalOptions()
     (lanes or Lanes()).check(options.device)
     # Every model's client is made first: a missing key or SDK fails in one line before any task starts.
@@ -178,6 +180,7 @@ def bench_model(
                         config=search_config,
                         budget=budget,
                         options=options,
+                        run_root=run.directory,
                         **common,
                     )
             finally:

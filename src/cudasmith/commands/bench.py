@@ -41,7 +41,7 @@ REASON_CHARS = 160
 def _verdict_line(candidate: CandidateRecord, cached: bool) -> str:
     from rich.markup import escape
 
-    from cudasmith.report.verdict_table import STATUS_STYLE
+    from cudasmith.report.verdict_table import status_markup
     from cudasmith.store.metrics import speedup_of
     from cudasmith.store.rules import rule_broken
 
@@ -56,9 +56,7 @@ def _verdict_line(candidate: CandidateRecord, cached: bool) -> str:
         detail = f"{rule}: {reason}" if rule else reason
     where = f"{candidate.meta.get('task')} {Path(candidate.path or candidate.key).name}"
     from_cache = " [dim](cached verdict)[/]" if cached else ""
-    return (
-        f"[{STATUS_STYLE.get(status, 'bold')}]{status:<13}[/] {escape(where)}: {escape(detail)}{from_cache}"
-    )
+    return f"{status_markup(status, width=13)} {escape(where)}: {escape(detail)}{from_cache}"
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cudasmith.report.formats import plain_table
-from cudasmith.report.verdict_table import STATUS_STYLE
+from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.ask import AskResult
 from cudasmith.wording import plural
 
@@ -48,7 +48,7 @@ def print_ask(result: AskResult, console: Console | None = None) -> None:
         )
         table.add_row(
             str(candidate.index),
-            f"[{STATUS_STYLE.get(verdict.status, '')}]{verdict.status}[/]",
+            status_markup(verdict.status),
             "–" if verdict.speedup is None else f"{verdict.speedup:.2f}x",
             _tokens(candidate.completion.output_tokens),
             escape(candidate.completion.finish_reason),

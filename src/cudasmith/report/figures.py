@@ -6,6 +6,8 @@ progress; a CPU run timed against eager only has no torch.compile curve).
 
 from __future__ import annotations
 
+import math
+import textwrap
 from typing import Any
 
 import plotly.graph_objects as go
@@ -26,6 +28,17 @@ STATUS_COLOURS = {
     "timeout": "#8c564b",
 }
 HEIGHT_PX = 460
+# Log axes of speedups are labelled at 1, 2 and 5 times powers of ten (0.1, 0.2, 0.5, 1, 2, 5, 10…), and
+# reach this factor beyond the data (and 1×) on either side.
+LOG_TICK_STEPS = (1, 2, 5)
+LOG_MARGIN = 1.5
+# Characters per line of a note written on a plot.
+NOTE_CHARS = 100
+# Said on the roofline when a point is above a memory roof: its time is real, its bytes came from a cache.
+ABOVE_THE_ROOF = (
+    "Points above a memory roof read their data from a cache (L2 or on chip) rather than from DRAM: "
+    "the roof is DRAM bandwidth, and small inputs stay in cache between calls of a warm baseline."
+)
 
 
 def _layout(figure: go.Figure, title: str, **axes: Any) -> go.Figure:
@@ -33,6 +46,26 @@ def _layout(figure: go.Figure, title: str, **axes: Any) -> go.Figure:
         title=title, height=HEIGHT_PX, template="plotly_white", legend={"orientation": "h", "y": -0.2}, **axes
     )
     return figure
+
+
+def speedup_axis(values: list[float], title: str) -> dict[str, Any]:
+    """A log axis for speedups: fitted to the values and to 1× (the baseline's own speed), labelled
+    0.1, 0.2, 0.5, 1, 2, 5… rather than Plotly's bare mantissas (9 8 … 2 below 1)."""
+    positive = [v for v in values if v > 0] or [1.0]
+    low, high = min(*positive, 1.0) / LOG_MARGIN, max(*positive, 1.0) * LOG_MARGIN
+    ticks = [
+        step * 10.0**power
+        for power in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        for step in LOG_TICK_STEPS
+        if low <= step * 10.0**power <= high
+    ]
+    return {
+        "title": title,
+        "type": "log",
+        "range": [math.log10(low), math.log10(high)],
+        "tickvals": ticks,
+        "ticktext": [f"{tick:g}×" for tick in ticks],
+    }
 
 
 def fast_p_figure(views: list[RunView], baseline: str) -> go.Figure | None:
@@ -59,10 +92,12 @@ def fast_p_figure(views: list[RunView], baseline: str) -> go.Figure | None:
 def speedup_per_task_figure(views: list[RunView]) -> go.Figure | None:
     """Every correct kernel's speedup over eager PyTorch, per task, on a log scale."""
     figure = go.Figure()
+    plotted: list[float] = []
     for view in views:
         points = [(a.task, s, a.label) for a in view.attempts if (s := speedup_of(a.verdict)) is not None]
         if points:
             tasks, speedups, labels = zip(*points, strict=True)
+            plotted += speedups
             figure.add_scatter(
                 x=tasks,
                 y=speedups,
@@ -79,7 +114,7 @@ def speedup_per_task_figure(views: list[RunView]) -> go.Figure | None:
     return _layout(
         figure,
         f"Speedup per task over eager PyTorch ({device})",
-        yaxis={"title": "speedup (×, geometric mean over configs)", "type": "log"},
+        yaxis=speedup_axis(plotted, "speedup (geometric mean over configs)"),
         xaxis={"title": "task", "type": "category"},
     )
 
@@ -135,12 +170,15 @@ def roofline_figure(views: list[RunView]) -> go.Figure | None:
             hovertemplate="%{text}<extra></extra>",
             marker={"size": 9, "symbol": "circle" if name.startswith("candidates") else "diamond-open"},
         )
-    intensities = [p[0] for points in series.values() for p in points]
+    points = [p for points in series.values() for p in points]
+    intensities = [p[0] for p in points]
     low, high = min(intensities) / 4, max(intensities) * 4
+    above_a_roof = False
     for peaks in {p["device"]: p for v in views for p in v.peaks}.values():
         bandwidth, compute = peaks.get("memory_gb_per_s") or 0.0, _peak_gflops(peaks)
         if bandwidth <= 0 or compute <= 0:
             continue
+        above_a_roof |= any(gflops > intensity * bandwidth for intensity, gflops, _ in points)
         ridge = compute / bandwidth
         xs = [low, *([ridge] if low < ridge < high else []), high]
         figure.add_scatter(
@@ -149,6 +187,11 @@ def roofline_figure(views: list[RunView]) -> go.Figure | None:
             mode="lines",
             line={"dash": "dash"},
             name=f"roof of {peaks['device']}: {bandwidth:.0f} GB/s, {compute / 1e3:.3g} TFLOP/s (measured)",
+        )
+    if above_a_roof:
+        note = "<br>".join(textwrap.wrap(ABOVE_THE_ROOF, NOTE_CHARS))
+        figure.add_annotation(
+            text=note, xref="paper", yref="paper", x=0, y=1.0, showarrow=False, align="left"
         )
     return _layout(
         figure,
@@ -208,16 +251,18 @@ def progress_figure(views: list[RunView]) -> go.Figure | None:
             )
     figure.update_xaxes(title_text="round", row=1, col=1)
     figure.update_xaxes(title_text="model spend so far (USD)", row=1, col=2)
-    figure.update_yaxes(
-        title_text="best speedup over eager, geometric mean over tasks", type="log", row=1, col=1
-    )
-    figure.update_yaxes(type="log", row=1, col=2)
+    values = [value for view in searched for _, _, value in _progress(view)]
+    axis = speedup_axis(values, "best speedup over eager, geometric mean over tasks")
+    figure.update_yaxes(axis, row=1, col=1)
+    figure.update_yaxes({**axis, "title": None}, row=1, col=2)
     return _layout(figure, "Search progress: best correct kernel so far (tasks without one count as 1×)")
 
 
 def status_figure(views: list[RunView]) -> go.Figure:
-    """Verdicts per status for each run, and rejections per rule broken."""
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("verdicts per status", "rejections per rule"))
+    """Verdicts per status for each run, and rejections per rule broken (or one line: none)."""
+    rules = sorted({r for v in views for r in v.summary.rules})
+    titles = ("verdicts per status", "rejections per rule") if rules else ("verdicts per status",)
+    figure = make_subplots(rows=1, cols=len(titles), subplot_titles=titles)
     labels = [v.label for v in views]
     for status in (*STATUSES, *sorted({s for v in views for s in v.summary.statuses} - set(STATUSES))):
         counts = [v.summary.statuses.get(status, 0) for v in views]
@@ -231,8 +276,8 @@ def status_figure(views: list[RunView]) -> go.Figure:
                 col=1,
                 marker_color=STATUS_COLOURS.get(status, "#7f7f7f"),
             )
-    rules = sorted({r for v in views for r in v.summary.rules})
-    for view in views:
+    figure.update_xaxes(title_text="attempts", row=1, col=1)
+    for view in views if rules else []:
         figure.add_bar(
             x=[view.summary.rules.get(r, 0) for r in rules],
             y=rules,
@@ -243,7 +288,9 @@ def status_figure(views: list[RunView]) -> go.Figure:
             showlegend=False,
             hovertext=[RULE_TITLES.get(r, r) for r in rules],
         )
+    if rules:
+        figure.update_xaxes(title_text="rejected attempts", row=1, col=2)
+    else:
+        figure.add_annotation(text="no rejections", xref="paper", yref="paper", x=1, y=1.08, showarrow=False)
     figure.update_layout(barmode="stack")
-    figure.update_xaxes(title_text="attempts", row=1, col=1)
-    figure.update_xaxes(title_text="rejected attempts", row=1, col=2)
     return _layout(figure, "What the judge said")

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cudasmith.harness.baselines import BASELINES
-from cudasmith.report.verdict_table import STATUS_STYLE
+from cudasmith.report.verdict_table import status_markup
 from cudasmith.store.metrics import FAST_P, Summary
 from cudasmith.store.rules import RULE_TITLES
 from cudasmith.store.runs import RunView
@@ -110,9 +110,8 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
     """One run's verdicts per status, rejections per rule, pass@k and, for a re-judged run, the claims."""
     console = console or Console()
     summary = view.summary
-    statuses = ", ".join(f"[{STATUS_STYLE.get(s, '')}]{s}[/] {n}" for s, n in summary.statuses.items())
-    kernels = f"{summary.attempts} kernel{'s' if summary.attempts != 1 else ''}"
-    tasks = f"{summary.tasks} task{'s' if summary.tasks != 1 else ''}"
+    statuses = ", ".join(f"{status_markup(s)} {n}" for s, n in summary.statuses.items())
+    kernels, tasks = plural(summary.attempts, "kernel"), plural(summary.tasks, "task")
     console.print(f"[bold]{view.run.id}[/]: {kernels} judged on {tasks}: {statuses}")
     for rule, count in summary.rules.items():
         console.print(f"  rejected {count}× for {rule}: {RULE_TITLES.get(rule, 'a rule not named here')}")
@@ -135,6 +134,11 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
             + "".join(f"; {n} {what}" for what, n in summary.claimed_fell.items())
         )
     if view.cost is not None and view.cost.unpriced_calls:
-        console.print(f"  [dim]{view.cost.unpriced_calls} answers had no known price: cost unknown[/]")
+        unpriced = plural(view.cost.unpriced_calls, "answer")
+        console.print(f"  [dim]{unpriced} had no known price: cost unknown[/]")
+    if view.skipped:
+        console.print(
+            f"  [dim]{plural(view.skipped, 'candidate')} skipped by design: (near) duplicates of earlier ones[/]"
+        )
     if view.unjudged:
-        console.print(f"  [dim]{view.unjudged} candidates not judged (yet)[/]")
+        console.print(f"  [dim]{plural(view.unjudged, 'candidate')} not judged yet[/]")

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from cudasmith.exec.base import describe_executor
 from cudasmith.harness.baselines import BASELINES
-from cudasmith.report.verdict_table import STATUS_STYLE
+from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.state import Snapshot
 
 
@@ -95,9 +95,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     table = Table(show_edge=False, pad_edge=False, show_header=False)
     table.add_column(justify="left")
     table.add_column(justify="left")
-    counts = ", ".join(
-        f"[{STATUS_STYLE.get(status, '')}]{status}[/] {count}" for status, count in summary["counts"].items()
-    )
+    counts = ", ".join(f"{status_markup(status)} {count}" for status, count in summary["counts"].items())
     cost = summary["cost"]
     judge = summary["judge"]
     llm = summary["llm"]

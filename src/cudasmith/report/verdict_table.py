@@ -29,7 +29,17 @@ STATUS_STYLE = {
     "not_checked": "dim",
     # A stored verdict that fails its MAC (store/integrity.py).
     "tampered": "bold red reverse",
+    # A run's candidates that got no verdict: a duplicate the search skipped, or one not judged yet.
+    "skipped": "dim",
+    "unjudged": "dim",
 }
+# A status with no style of its own (one a newer cudasmith wrote into the store, say) is shown plain.
+PLAIN_STATUS = "default"
+
+
+def status_markup(status: str, width: int = 0) -> str:
+    """A status as Rich markup in its colour, padded to `width`; any string renders, styled or not."""
+    return f"[{STATUS_STYLE.get(status, PLAIN_STATUS)}]{escape(f'{status:<{width}}')}[/]"
 
 
 # Lines of a solution's printed output shown at its start and at its end (the verdict's JSON keeps more).
@@ -57,7 +67,7 @@ def _config_table(verdict: Verdict) -> Table:
         ("config", lambda r: config_text(r.config)),
     ]
     if any(r.status != "correct" for r in configs):
-        columns.append(("status", lambda r: f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]"))
+        columns.append(("status", lambda r: status_markup(r.status)))
     columns.append(("rel err", lambda r: "–" if r.rel_err is None else f"{r.rel_err:.1e}"))
     if any(r.time_ms is not None for r in configs):
         columns += [
@@ -95,8 +105,7 @@ def _block(console: Console, title: str, text: str) -> None:
 def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
     """The verdict as a short header and one row per config, then what the solution printed."""
     console = console or Console()
-    style = STATUS_STYLE.get(verdict.status, "bold")
-    console.print(f"[{style}]{verdict.status}[/]  {escape(verdict.reason)}", highlight=False)
+    console.print(f"{status_markup(verdict.status)}  {escape(verdict.reason)}", highlight=False)
     console.print(
         escape(f"{verdict.task} · {verdict.solution} · {verdict.device} · {verdict.wall_s:.1f} s"),
         style="dim",
@@ -136,7 +145,7 @@ def print_summary(verdicts: list[Verdict], console: Console | None = None) -> No
     for verdict in verdicts:
         table.add_row(
             escape(verdict.solution),
-            f"[{STATUS_STYLE.get(verdict.status, '')}]{verdict.status}[/]",
+            status_markup(verdict.status),
             _speedup(
                 verdict.speedup, verdict.speedup_ci95 if any(r.noisy for r in verdict.configs) else None
             ),

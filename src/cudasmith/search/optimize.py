@@ -60,6 +60,7 @@ def _new_run(
     config: OptimizeConfig,
     options: EvalOptions,
     budget_usd: float | None,
+    run_root: Path,
 ) -> Run:
     run = new_run(
         "optimize",
@@ -76,7 +77,7 @@ def _new_run(
             "budget_usd": budget_usd,
         },
     )
-    run.directory = str(store.path.parent / run.id)
+    run.directory = str(run_root / run.id)
     return store.create_run(run)
 
 
@@ -103,6 +104,7 @@ def optimize(
     store: str | Path | None = None,
     resume: str | None = None,
     output: str | Path | None = None,
+    run_root: str | Path | None = None,
     verifier: str | None = None,
     config: OptimizeConfig | None = None,
     llm_config: LLMConfig | None = None,
@@ -116,7 +118,8 @@ def optimize(
     on_change: Callable[[Snapshot], None] | None = None,
 ) -> OptimizeResult:
     """Search for a faster kernel of `problem` (a task name, a problem file or a Problem) with `models`,
-    or go on with run `resume`; the best kernel is written to `output` (else the run's directory).
+    or go on with run `resume`; the best kernel is written to `output` (else the run's directory, made
+    in `run_root`, by default beside the store).
 
     Candidates are judged by `executor`: 'local' (a judge session on each GPU that `gpus` names, all
     visible by default) or 'ray' (sessions as Ray actors on the cluster at `address`, or on a Ray
@@ -150,7 +153,8 @@ def optimize(
         for spec in dict.fromkeys([*model_specs, *([config.verifier] if config.verifier else [])])
     }
     if resume is None:
-        run = _new_run(run_store, loaded, model_specs, config, options, budget_usd)
+        root = Path(run_root) if run_root is not None else run_store.path.parent
+        run = _new_run(run_store, loaded, model_specs, config, options, budget_usd, root)
     options = replace(options, seed=run.secret_seed)
     context = SearchContext(
         problem=loaded,

@@ -27,7 +27,9 @@ class RunView:
     attempts: list[Attempt]
     cost: Cost | None
     summary: Summary
+    # Candidates without a verdict: not judged yet, and skipped by design (duplicates, near ones).
     unjudged: int
+    skipped: int = 0
 
     @property
     def made_by(self) -> str:
@@ -117,14 +119,16 @@ def _verdict(candidate: CandidateRecord, by_id: dict[int, CandidateRecord]) -> d
     return None if original is None else original.verdict
 
 
-def _run_attempts(store: RunStore, run: Run) -> tuple[list[Attempt], list[CallRecord], int]:
-    """A run's attempts, its model calls, and how many of its candidates have no verdict."""
+def _run_attempts(store: RunStore, run: Run) -> tuple[list[Attempt], list[CallRecord], int, int]:
+    """A run's attempts, its model calls, and how many of its candidates have no verdict: not judged yet,
+    and skipped by design."""
     candidates = store.candidates(run.id)
     by_id = {c.id: c for c in candidates}
     calls = store.calls(run.id)
     spent = _spent_at_completion(calls)
     attempts = [_attempt(run, c, v, spent) for c in candidates if (v := _verdict(c, by_id)) is not None]
-    return attempts, calls, len(candidates) - len(attempts)
+    skipped = sum(c.skipped is not None and _verdict(c, by_id) is None for c in candidates)
+    return attempts, calls, len(candidates) - len(attempts) - skipped, skipped
 
 
 def load_run(store: RunStore, run_id: str) -> RunView:
@@ -135,4 +139,5 @@ def load_run(store: RunStore, run_id: str) -> RunView:
     parts = [_run_attempts(store, r) for r in (searches.values() if searches else [run])]
     attempts = [a for part in parts for a in part[0]]
     cost = run_cost(model_costs([call for part in parts for call in part[1]]))
-    return RunView(run, attempts, cost, summarize(attempts, cost), sum(part[2] for part in parts))
+    unjudged, skipped = sum(part[2] for part in parts), sum(part[3] for part in parts)
+    return RunView(run, attempts, cost, summarize(attempts, cost), unjudged, skipped)
