@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SOLUTIONS = Path(__file__).parent / "solutions"
 PROBLEMS = Path(__file__).parent / "problems"
+# What cudasmith.report.progress writes on stderr without a terminal: the seconds since the command
+# started, then what it is doing.
+PROGRESS_LINE = re.compile(r"^ *\d+\.\d s  (\S+)")
+
+
+def without_progress(stderr: str) -> str:
+    """A command's stderr less its progress lines: the errors and notes it wrote."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not PROGRESS_LINE.match(line))
 
 
 def _has_gpu() -> bool:

@@ -21,7 +21,7 @@ from cudasmith.cli import app
 from cudasmith.device import DevicePeaks, save_peaks, software_versions
 from cudasmith.hardware import device_name
 
-from conftest import EXAMPLES, SOLUTIONS
+from conftest import EXAMPLES, PROGRESS_LINE, SOLUTIONS
 from fake_llm import FakeLLMServer, Reply, openai_body
 
 CORRECT = (EXAMPLES / "softmax_cpu.py").read_text()
@@ -56,11 +56,16 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
-    """The error line of a failed command; notices of retries may come before it."""
+    """The error line of a failed command; notices of retries and progress lines (the seconds since the
+    start, then what is being done) may come before it."""
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.strip().splitlines() if "; retrying in" not in line]
+    lines = [
+        line
+        for line in result.stderr.strip().splitlines()
+        if "; retrying in" not in line and not PROGRESS_LINE.match(line)
+    ]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     return lines[0]
 
@@ -80,7 +85,14 @@ def test_ask_judges_every_answer_and_the_run_replays(server: FakeLLMServer, tmp_
     server.push(Reply(openai_body(*ANSWERS, prompt_tokens=3000, completion_tokens=900)))
     model = ["--model", "openai:fake-coder", "-n", "3"]
     result = cudasmith(
-        "ask", "level1/softmax", *model, *QUICK, "--json", "--runs-dir", str(tmp_path), env=openai_env(server)
+        "ask",
+        "level1/softmax",
+        *model,
+        *QUICK,
+        "--json",
+        "--store",
+        str(tmp_path / "runs.db"),
+        env=openai_env(server),
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -109,7 +121,7 @@ def test_ask_judges_every_answer_and_the_run_replays(server: FakeLLMServer, tmp_
 
     # The first answer again, from the run directory and without a server: the table a person reads.
     replay = invoke(
-        "ask", "level1/softmax", "--model", f"replay:{run_dir}", *QUICK, "--runs-dir", str(tmp_path)
+        "ask", "level1/softmax", "--model", f"replay:{run_dir}", *QUICK, "--store", str(tmp_path / "runs.db")
     )
     assert replay.returncode == 0, replay.stderr
     assert "1 of 1 correct" in replay.stdout and "correct on" in replay.stdout
@@ -120,7 +132,7 @@ def test_ask_judges_every_answer_and_the_run_replays(server: FakeLLMServer, tmp_
 def test_no_correct_candidate_exits_1(server: FakeLLMServer, tmp_path: Path) -> None:
     answer = "Here:\n```python\nclass ModelNew(nn.Module)\n```"
     server.push(Reply(openai_body(answer, finish_reason="length")))
-    args = ["--model", "openai:fake-coder", *QUICK, "--json", "--runs-dir", str(tmp_path)]
+    args = ["--model", "openai:fake-coder", *QUICK, "--json", "--store", str(tmp_path / "runs.db")]
     result = invoke("ask", "level1/softmax", *args, env=openai_env(server))
     assert result.returncode == 1, result.stderr
     [candidate] = json.loads(result.stdout)["candidates"]
@@ -131,7 +143,7 @@ def test_no_correct_candidate_exits_1(server: FakeLLMServer, tmp_path: Path) -> 
 
 def test_a_missing_key_says_which_variable_to_set(tmp_path: Path) -> None:
     result = invoke(
-        "ask", "level1/softmax", "--model", "openai:gpt-5-mini", *QUICK, "--runs-dir", str(tmp_path)
+        "ask", "level1/softmax", "--model", "openai:gpt-5-mini", *QUICK, "--store", str(tmp_path / "runs.db")
     )
     assert "set OPENAI_API_KEY (or base_url in [llm.openai]" in one_line_error(result)
     assert list(tmp_path.iterdir()) == [], "nothing is written before the model can be asked"
@@ -143,22 +155,33 @@ def test_a_failing_server_is_one_line_after_the_configured_retries(
     server.default = Reply({"error": {"message": "overloaded"}}, 503)
     config = tmp_path / "cudasmith.toml"
     config.write_text("[llm]\nmax_retries = 1\nbackoff_initial_s = 0.01\n")
-    args = ["--model", "openai:fake", "--config", str(config), *QUICK, "--runs-dir", str(tmp_path / "runs")]
+    args = [
+        "--model",
+        "openai:fake",
+        "--config",
+        str(config),
+        *QUICK,
+        "--store",
+        str(tmp_path / "runs" / "runs.db"),
+    ]
     error = one_line_error(invoke("ask", "level1/softmax", *args, env=openai_env(server)))
     assert "HTTP 503" in error and "overloaded" in error and "after 2 attempts" in error
     assert "no run directory is left" in error
     assert len(server.seen) == 2
-    runs = tmp_path / "runs"
-    assert not runs.exists() or not [path for path in runs.iterdir() if path.is_dir()], (
-        "no folder of a prompt alone (the run store records the failed run)"
-    )
+    assert not (tmp_path / "runs").exists(), "no run folder, and no store or folder this run made"
 
 
 def test_a_local_model_without_weights_says_how_to_get_them(tmp_path: Path) -> None:
     pytest.importorskip("transformers", reason="local hf: models need transformers (pip install -e '.[hf]')")
     # A fresh interpreter: the Hugging Face libraries read HF_HUB_OFFLINE when they are imported.
     env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
-    args = ["--model", "hf:cudasmith-tests/no-such-model", *QUICK, "--runs-dir", str(tmp_path / "runs")]
+    args = [
+        "--model",
+        "hf:cudasmith-tests/no-such-model",
+        *QUICK,
+        "--store",
+        str(tmp_path / "runs" / "runs.db"),
+    ]
     error = one_line_error(cudasmith("ask", "level1/relu", *args, env=env))
     assert "no weights here (HF_HUB_OFFLINE is set)" in error
     assert "hf download cudasmith-tests/no-such-model" in error and "OPENAI_API_KEY" in error

@@ -171,4 +171,7 @@ def test_bad_bench_input_is_one_line(tmp_path: Path) -> None:
     done = run_cli("bench", str(tmp_path / "missing"), "--device", "cpu", "--store", str(tmp_path / "r.db"))
     assert done.returncode == 2 and done.stderr.startswith("error: solution folder not found")
     resumed = run_cli("bench", "--resume", "bench-nope", "--device", "cpu", "--store", str(tmp_path / "r.db"))
+    assert resumed.returncode == 2 and "no run store at" in resumed.stderr, "going on never makes a store"
+    RunStore(tmp_path / "r.db").close()
+    resumed = run_cli("bench", "--resume", "bench-nope", "--store", str(tmp_path / "r.db"))
     assert resumed.returncode == 2 and "no run 'bench-nope'" in resumed.stderr

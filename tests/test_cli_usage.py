@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import cudasmith
 from cudasmith.cli import app
-from cudasmith.cli_common import FirstCallExtraOption, LoadTimeLimitOption, TimeLimitOption
+from cudasmith.commands.judging import FirstCallExtraOption, LoadTimeLimitOption, TimeLimitOption
 from cudasmith.errors import UsageError
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import Verdict

@@ -13,7 +13,7 @@ from cudasmith import EvalOptions, evaluate
 from cudasmith.report.verdict_table import print_verdict
 from cudasmith.tasks import load_task
 
-from conftest import EXAMPLES, PROBLEMS, SOLUTIONS, run_cli
+from conftest import EXAMPLES, PROBLEMS, SOLUTIONS, run_cli, without_progress
 
 QUICK = {"device": "cpu", "timing": False, "seeds_per_config": 2}
 
@@ -174,7 +174,7 @@ def test_a_problem_too_large_for_the_worker_says_its_size_and_the_option_once() 
     options = ("--device", "cpu", "--no-timing", "--memory-limit", "0.75")
     result = run_cli("eval", solution, "--problem", problem, *options)
     assert result.returncode == 2, result.stderr
-    error = " ".join(result.stderr.split())
+    error = " ".join(without_progress(result.stderr).split())
     assert error.startswith("error: config 0 {'n': 67108864} (512 MiB in, 256 MiB out"), error
     assert "host memory limit of 768 MiB; --memory-limit raises it" in error
     assert error.count("memory") == 2 and error.count("running the reference") == 0

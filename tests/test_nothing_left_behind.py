@@ -103,6 +103,6 @@ def test_sigkill_of_optimize_leaves_no_process(server: FakeLLMServer, tmp_path: 
     forever = (SOLUTIONS / "loops_forever.py").read_text()
     server.push(answer(fenced(forever)), answer(fenced(FAST)), Reply(hang=True))
     command = [sys.executable, "-m", "cudasmith", "optimize", "--problem", str(PROBLEMS / "add_small.py")]
-    command += ["-m", "openai:fake-coder", "-n", "3", "-d", "2", "--device", "cpu", "--seeds", "1"]
+    command += ["-m", "openai:fake-coder", "-n", "3", "--depth", "2", "--device", "cpu", "--seeds", "1"]
     command += ["--no-timing", "--store", str(tmp_path / "runs.db")]
     assert kill_in_the_middle(command, environment(server)) == []

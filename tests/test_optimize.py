@@ -94,7 +94,7 @@ def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
     server.push(*(answer(fenced(source)) for source in (SLOW, FAST, CHEAT)))
     best = tmp_path / "best.py"
     command = [sys.executable, "-m", "cudasmith", "optimize", "--problem", str(PROBLEM)]
-    command += ["-m", "openai:fake-coder", "--verifier", "openai:fake-verifier", "-n", "3", "-d", "2"]
+    command += ["-m", "openai:fake-coder", "--verifier", "openai:fake-verifier", "-n", "3", "--depth", "2"]
     command += [
         "--device",
         "cpu",
@@ -228,7 +228,19 @@ def test_resume_after_kill_9_repeats_no_stored_call_and_no_stored_verdict(
         "-m",
         "openai:fake-coder",
     ]
-    command += ["-n", "3", "-d", "2", "--device", "cpu", "--seeds", "1", "--no-timing", "--store", str(store)]
+    command += [
+        "-n",
+        "3",
+        "--depth",
+        "2",
+        "--device",
+        "cpu",
+        "--seeds",
+        "1",
+        "--no-timing",
+        "--store",
+        str(store),
+    ]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(server))
     deadline = time.monotonic() + 600
     while _verdicts_stored(store) < 1 or len(server.seen) < 3:

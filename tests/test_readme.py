@@ -130,3 +130,17 @@ def test_load_peaks_from_the_readme_answers_without_a_gpu(tmp_path: Path) -> Non
     assert "`cudasmith.device.load_peaks()`" in README
     result = run("python -c 'import cudasmith.device; print(cudasmith.device.load_peaks())'", tmp_path)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_the_install_section_says_how_to_get_the_cpu_build_and_how_long_the_tests_take() -> None:
+    """CI runs the first block (its pip finds torch's CPU build on local disk); elsewhere PyPI's torch is
+    the CUDA build, so the next block takes the CPU build from PyTorch's own index."""
+    ci, elsewhere = _blocks("bash")[:2]
+    assert [line.split("  #")[0].strip() for line in ci.splitlines()] == [
+        'pip install torch==2.13.0 -e ".[dev]"',
+        "python -m pytest -q",
+    ]
+    assert re.search(r"the whole suite: about \d+ minutes on 2 cores", ci)
+    lines = [line.split("  #")[0].strip() for line in elsewhere.splitlines()]
+    assert lines[0] == "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    assert lines[1:] == ['pip install -e ".[dev]"', 'python -m pytest -q -m "not slow"']

@@ -125,7 +125,7 @@ def test_export_rows_load_back_with_the_whole_chain(
         pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the parquet and dev extras)")
     path, _, searched = stored
     out = tmp_path / f"turns.{fmt}"
-    done = run_cli("export", searched, "--format", fmt, "--out", str(out), "--store", str(path))
+    done = run_cli("export", searched, "--format", fmt, "--output", str(out), "--store", str(path))
     assert done.returncode == 0, done.stderr
     rows = load_rows(out)
     assert [row["turn"] for row in rows] == [0, 1, 2]
@@ -160,5 +160,5 @@ def test_report_cli_writes_the_page_and_json(stored: tuple[Path, str, str], tmp_
     assert out.is_file()
     missing = run_cli("report", "latest", "--store", str(tmp_path / "none.db"))
     assert missing.returncode == 2 and "no run store" in missing.stderr
-    bench_export = run_cli("export", bench, "--store", str(path), "--out", str(tmp_path / "x.jsonl"))
+    bench_export = run_cli("export", bench, "--store", str(path), "--output", str(tmp_path / "x.jsonl"))
     assert bench_export.returncode == 2 and "no judged answers of a model" in bench_export.stderr

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cudasmith.commands.bench import _verdict_line
 from cudasmith.harness.verdict import CONFIG_STATUSES, STATUSES, ConfigResult, Verdict
 from cudasmith.llm.base import Completion
 from cudasmith.llm.client import Usage
 from cudasmith.report.ask_table import print_ask
+from cudasmith.report.bench_progress import verdict_line
 from cudasmith.report.leaderboard import print_leaderboard, print_run_details
 from cudasmith.report.optimize_view import print_summary as print_optimize_summary
 from cudasmith.report.verdict_table import print_summary, print_verdict, status_markup
@@ -131,17 +131,18 @@ def test_the_bench_line_shows_every_status(store_with_every_status: tuple[RunSto
     for candidate in (c for c in store.candidates(run.id) if c.verdict):
         status = candidate.verdict["status"]
         out = io.StringIO()
-        Console(file=out, width=200).print(_verdict_line(candidate, cached=False))
+        Console(file=out, width=200).print(verdict_line(candidate, cached=False))
         assert out.getvalue().startswith(status), out.getvalue()
 
 
+@pytest.mark.slow
 def test_optimize_ends_with_its_summary_when_the_model_repeats_itself(tmp_path: Path) -> None:
     """Every answer is the same kernel, so every candidate after the first is a skipped duplicate."""
     kernel = (SOLUTIONS / "optimize" / "add_fast.py").read_text()
     with FakeLLMServer().running() as server:
         server.default = Reply(openai_body(f"```python\n{kernel}```\n"))
         command = [sys.executable, "-m", "cudasmith", "optimize", "--problem", str(PROBLEMS / "add_small.py")]
-        command += ["-m", "openai:fake-coder", "-n", "2", "-d", "2", "--device", "cpu", "--seeds", "1"]
+        command += ["-m", "openai:fake-coder", "-n", "2", "--depth", "2", "--device", "cpu", "--seeds", "1"]
         command += ["--no-timing", "--store", str(tmp_path / "runs.db"), "-o", str(tmp_path / "best.py")]
         env = {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-fake", "COLUMNS": "100"}
         done = subprocess.run(

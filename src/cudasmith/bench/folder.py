@@ -155,7 +155,7 @@ def judge_pending(
 
 def bench_folder(
     store: RunStore,
-    folder: str | Path | None = None,
+    folder: str | Path | SolutionFolder | None = None,
     kernelbench: str | Path | None = None,
     options: EvalOptions | None = None,
     resume: str | None = None,
@@ -163,8 +163,8 @@ def bench_folder(
     on_verdict: OnVerdict | None = None,
     lanes: Lanes | None = None,
 ) -> BenchResult:
-    """Judge every solution in `folder` (either layout; KernelBench's with its checkout `kernelbench`)
-    into a new bench run of `store`, or go on with the bench run `resume`; on `lanes` (default: a local
+    """Judge every solution in `folder` (either layout; KernelBench's with its checkout `kernelbench`;
+    or what `discover` found in it) into a new bench run of `store`, or go on with the bench run `resume`; on `lanes` (default: a local
     session on each visible GPU)."""
     if resume is not None:
         run = store.run(resume)
@@ -174,7 +174,7 @@ def bench_folder(
     else:
         if folder is None:
             raise UsageError("give a folder of solutions, or --resume RUN")
-        found = discover(folder, kernelbench)
+        found = folder if isinstance(folder, SolutionFolder) else discover(folder, kernelbench)
         options = options or EvalOptions()
         (lanes or Lanes()).check(options.device)
         run = _new_run(store, found, options, None if kernelbench is None else Path(kernelbench))

@@ -7,7 +7,7 @@ from pathlib import Path
 from cudasmith.errors import UsageError
 from cudasmith.tasks.catalog import level_of
 from cudasmith.tasks.directory import load_problem_dir
-from cudasmith.tasks.problem import Problem, list_task_names, load_problem, load_task
+from cudasmith.tasks.problem import Problem, close_names, list_task_names, load_problem, load_task
 
 
 def _in_level(name: str, level: str) -> bool:
@@ -36,8 +36,9 @@ def select_problems(level: str | None, names: list[str], kernelbench: Path | Non
         elif name.endswith(".py") and Path(name).is_file():
             chosen.setdefault(name, Path(name))
         else:
+            hint = close_names(name, list(available))
             raise UsageError(
-                f"unknown task {name!r} (cudasmith tasks lists them; a problem file ends in .py)"
+                f"unknown task {name!r}; {hint}`cudasmith tasks` lists them (a problem file ends in .py)"
             )
     return [
         found

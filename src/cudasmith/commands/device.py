@@ -8,15 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from cudasmith.cli_common import DeviceOption, one_line_errors, stderr
+from cudasmith.commands.common import command_device, working
+from cudasmith.commands.options import DeviceOption, JsonOption
 from cudasmith.errors import CudasmithError
 
 
 def device_command(
     device: DeviceOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object: properties and peaks.")
-    ] = False,
+    as_json: JsonOption = False,
     remeasure: Annotated[bool, typer.Option("--remeasure", help="Measure again even when cached.")] = False,
     measure: Annotated[
         bool, typer.Option("--measure/--no-measure", help="Measure the peaks when none are cached.")
@@ -38,20 +37,19 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
-    from cudasmith.device import load_peaks, properties, usable_device
+    from cudasmith.device import load_peaks, properties
     from cudasmith.device.speed_of_light import ensure_peaks
 
-    with one_line_errors():
-        device = usable_device(device)
-        found = properties(device)
-        if measure or remeasure:
-            with stderr.status("measuring the device's speed of light…", spinner="dots"):
-                peaks = ensure_peaks(device, remeasure=remeasure)
-        else:
-            peaks = load_peaks(device)
-        # Repeated measurements that disagree (a busy device) are used once, never cached.
-        cached = peaks is not None and load_peaks(device) == peaks
-        launch = _launch_cost(device, calibrate, remeasure) if device.startswith("cuda") else None
+    device = command_device(device, judging=False)
+    found = properties(device)
+    if measure or remeasure:
+        with working("measuring the device's speed of light…"):
+            peaks = ensure_peaks(device, remeasure=remeasure)
+    else:
+        peaks = load_peaks(device)
+    # Repeated measurements that disagree (a busy device) are used once, never cached.
+    cached = peaks is not None and load_peaks(device) == peaks
+    launch = _launch_cost(device, calibrate, remeasure) if device.startswith("cuda") else None
     if as_json:
         document = {
             "properties": found,
@@ -80,7 +78,7 @@ def _launch_cost(device: str, calibrate: bool, remeasure: bool) -> Any:
     if find_ncu() is None:
         return "Nsight Compute (ncu) is not installed here, so GPU times are bare CUPTI spans"
     try:
-        with stderr.status("calibrating the kernel launch cost with Nsight Compute…", spinner="dots"):
+        with working("calibrating the kernel launch cost with Nsight Compute…"):
             return ensure_launch_cost(remeasure=True)
     except CudasmithError as exc:
         return f"{exc} (GPU times are bare CUPTI spans)"

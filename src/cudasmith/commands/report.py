@@ -9,23 +9,27 @@ from typing import Annotated
 
 import typer
 
-from cudasmith.commands.options import StoreOption, existing_store, latest_run_id
+from cudasmith.commands.options import JsonOption, StoreOption
+from cudasmith.commands.store import existing_store, latest_run_id
 
 
 def report_command(
     runs: Annotated[
         list[str],
-        typer.Argument(help="Run ids (`cudasmith bench` prints its own); `latest` for the newest run."),
+        typer.Argument(
+            metavar="RUN...", help="Run ids (`cudasmith bench` prints its own); `latest` for the newest run."
+        ),
     ],
     html: Annotated[
         Path | None,
         typer.Option(
-            "--html", help="Also write one self-contained HTML page with the plots here.", show_default=False
+            "--html",
+            metavar="FILE",
+            help="Also write one self-contained HTML page with the plots here.",
+            show_default=False,
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print each run's numbers as one JSON object.")
-    ] = False,
+    as_json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Report runs: the leaderboard (fast_p per baseline, speedups, pass@k, % SOL, cost), verdicts per
@@ -51,4 +55,4 @@ def report_command(
 
         written = write_report(views, html)
         if not as_json:
-            typer.echo(f"report written to {written}")
+            typer.echo(f"report written to {written.resolve()}")

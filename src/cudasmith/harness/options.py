@@ -107,13 +107,18 @@ class EvalOptions:
             raise UsageError("CUDA-graph timing (--graph) needs a GPU")
         if self.seeds_per_config < 1:
             raise UsageError("at least one input set per config must be checked (--seeds 1 or more)")
-        for name in ("load_timeout_s", "first_call_extra_s"):
-            if getattr(self, name) < 0:
-                raise UsageError(f"{name} must not be negative")
+        if not self.load_timeout_s > 0:
+            raise UsageError(
+                f"--load-time-limit must be a positive number of seconds, not {self.load_timeout_s:g}"
+            )
+        if self.first_call_extra_s < 0:
+            raise UsageError(f"--first-call-extra must not be negative, not {self.first_call_extra_s:g}")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes <= 0:
             raise UsageError("a worker's memory limit must be positive (--memory-limit)")
-        if self.call_timeout_s is not None and self.call_timeout_s <= 0:
-            raise UsageError("the time limit of a call must be positive (--time-limit)")
+        if self.call_timeout_s is not None and not self.call_timeout_s > 0:
+            raise UsageError(
+                f"--time-limit must be a positive number of seconds, not {self.call_timeout_s:g}"
+            )
         if self.in_flight is not None and not 1 <= self.in_flight <= 64:
             raise UsageError("the candidates in flight must be from 1 to 64 (--in-flight)")
         self.check_isolation()

@@ -16,6 +16,7 @@ from cudasmith.exec.base import describe_executor
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.state import Snapshot
+from cudasmith.wording import plural
 
 
 def _speedups(speedups: dict[str, float]) -> str:
@@ -25,12 +26,11 @@ def _speedups(speedups: dict[str, float]) -> str:
 def _money(known: float, unpriced: int) -> str:
     if unpriced and not known:
         return "unknown (no price reported or configured: [llm.prices] in cudasmith.toml)"
-    return f"US${known:.4f}" + (f" + {unpriced} answers of unknown price" if unpriced else "")
+    return f"US${known:.4f}" + (f" + {plural(unpriced, 'answer')} of unknown price" if unpriced else "")
 
 
 def render_snapshot(snapshot: Snapshot, title: str) -> Group:
     """The live panel: progress, judge and model activity, the best so far, spend, latency."""
-    top = snapshot.best
     lines = [
         Text(title, style="bold"),
         Text(
@@ -40,16 +40,7 @@ def render_snapshot(snapshot: Snapshot, title: str) -> Group:
     ]
     if snapshot.executor is not None:
         lines.append(Text(f"lanes: {describe_executor(snapshot.executor.to_dict())}", style="dim"))
-    if top is not None and top.verdict is not None:
-        sol = top.sol_pct()
-        lines.append(
-            Text(
-                f"best: candidate {top.id} · {_speedups(top.verdict.speedups)}"
-                + (f" · {sol:.0f} % of speed of light" if sol is not None else "")
-            )
-        )
-    else:
-        lines.append(Text("best: nothing correct yet"))
+    lines.append(Text(_best_text(snapshot)))
     latency = "–" if snapshot.latency_s is None else f"{snapshot.latency_s:.1f} s"
     lines.append(
         Text(
@@ -61,13 +52,36 @@ def render_snapshot(snapshot: Snapshot, title: str) -> Group:
     return Group(*lines)
 
 
+def _best_text(snapshot: Snapshot) -> str:
+    top = snapshot.best
+    if top is None or top.verdict is None:
+        return "best: nothing correct yet"
+    sol = top.sol_pct()
+    return f"best: candidate {top.id} · {_speedups(top.verdict.speedups)}" + (
+        f" · {sol:.0f} % of speed of light" if sol is not None else ""
+    )
+
+
 @contextmanager
-def live_view(title: str, enabled: bool, console: Console | None = None) -> Iterator[Any]:
-    """A callback for the driver's snapshots that redraws the panel (a no-op when not enabled)."""
-    if not enabled:
-        yield None
-        return
+def live_view(title: str, terminal: bool, console: Console | None = None) -> Iterator[Any]:
+    """A callback for the driver's snapshots: a live panel in a terminal, else a line on stderr each
+    time a candidate is judged or a round starts (a log of the run, never silent for long)."""
     console = console or Console(stderr=True)
+    if not terminal:
+        seen: list[tuple[str, int]] = []
+
+        def line(snapshot: Snapshot) -> None:
+            where = (snapshot.progress, snapshot.judged)
+            if seen and seen[-1] == where:
+                return
+            seen.append(where)
+            console.print(
+                Text(f"{title}: {snapshot.progress} · judged {snapshot.judged} · {_best_text(snapshot)}"),
+                soft_wrap=True,
+            )
+
+        yield line
+        return
     with Live(Text(title), console=console, refresh_per_second=4, transient=True) as live:
 
         def update(snapshot: Snapshot) -> None:
@@ -101,7 +115,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     llm = summary["llm"]
     latency = "–" if llm["latency_median_s"] is None else f"{llm['latency_median_s']:.1f} s median"
     rows = [
-        ("candidates", f"{summary['candidates']} in {summary['rounds']} rounds: {counts}"),
+        ("candidates", f"{summary['candidates']} in {plural(summary['rounds'], 'round')}: {counts}"),
         (
             "judge",
             f"{summary['judged']} judged, {summary['cached']} from the cache, busy {judge['busy_s']:.1f} s, "

@@ -1,20 +1,17 @@
-"""Verdicts as tables in the terminal, and the progress bar of long evaluations."""
+"""Verdicts as tables in the terminal."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from cudasmith.harness.baselines import BASELINES
-from cudasmith.harness.options import Progress as ProgressCallback
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.report.formats import config_text, milliseconds, plain_table
 from cudasmith.wording import plural
@@ -156,26 +153,3 @@ def print_summary(verdicts: list[Verdict], console: Console | None = None) -> No
     console.print(
         f"[dim]{correct} of {len(verdicts)} correct; speedups against {verdicts[0].baseline} (geometric mean)[/]"
     )
-
-
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[ProgressCallback | None]:
-    """A progress callback drawing on stderr, or None when there is no terminal to draw on."""
-    if not enabled:
-        yield None
-        return
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    with bar:
-        task_id = bar.add_task("starting", total=1)
-
-        def update(what: str, done: int, total: int) -> None:
-            bar.update(task_id, description=what, completed=done, total=max(total, 1))
-
-        yield update

@@ -1,5 +1,5 @@
 """`cudasmith ask`: one request to a model, every answer judged; one round of the optimize loop, on the
-same run store (`runs/cudasmith.db` beside the run directory).
+same run store (`runs/cudasmith.db` by default), its run directory beside the store.
 
 A run directory keeps everything besides: the prompt, the model's answers (`replay:DIR` serves them
 again), each candidate's file, raw answer and verdict, and a summary.
@@ -34,16 +34,12 @@ from cudasmith.search.parsing import ParsedAnswer
 from cudasmith.search.prompts import Parent, PromptBuilder
 from cudasmith.search.state import Search
 from cudasmith.search.strategies import OneShot, SearchContext
-from cudasmith.store import RunStore, Usage
+from cudasmith.store import RunStore, Usage, default_store_path
 from cudasmith.store.db import new_run_id
 from cudasmith.store.start import new_run
 from cudasmith.tasks.lookup import find_named
 from cudasmith.tasks.problem import Problem
 from cudasmith.wording import plural
-
-# Run directories (and the run store) go here unless told otherwise.
-RUNS_DIR = Path("runs")
-STORE_FILE = "cudasmith.db"
 
 
 @dataclass
@@ -149,14 +145,16 @@ def ask(
     device: str | None = None,
     config: LLMConfig | None = None,
     options: EvalOptions | None = None,
-    runs_dir: str | Path = RUNS_DIR,
+    store: str | Path | None = None,
     templates: str | Path | None = None,
     parent: Parent | None = None,
     hardware: Hardware | None = None,
     progress: Progress | None = None,
 ) -> AskResult:
     """Ask `model` for `n` solutions of `problem` (or improvements of `parent`) and judge each on `device`
-    (by default the GPU, or the CPU when no GPU is visible: the prompt then asks for C kernels).
+    (by default the GPU, or the CPU when no GPU is visible: the prompt then asks for C kernels), into
+    the run `store` (default: $CUDASMITH_STORE, else runs/cudasmith.db) and a run directory beside it.
+    A run that gets no answer leaves no directory (the store records it as failed).
 
     result = cudasmith.ask("level1/softmax", "openai:gpt-5-mini", n=4, device="cpu")
     """
@@ -174,15 +172,16 @@ def ask(
     builder = PromptBuilder(templates)
     hardware = hardware or describe_hardware(device)
     prompt = builder.build(problem, device, hardware=hardware, parent=parent)
-    run_dir = new_run_dir(Path(runs_dir))
+    store_file = Path(store) if store is not None else default_store_path()
+    run_dir = new_run_dir(store_file.parent)
     client.record_path = run_dir / RESPONSES_FILE
     (run_dir / "prompt.md").write_text(f"# system\n\n{prompt.system}\n\n# user\n\n{prompt.user}")
     (run_dir / "prompt.json").write_text(json.dumps(prompt.to_dict(), indent=2) + "\n")
     if parent is not None:
         (run_dir / "parent.py").write_text(parent.source)
     settings = OptimizeConfig(n=n, tunable_trials=0, profile=False)
-    store = RunStore(Path(runs_dir) / STORE_FILE)
-    run = store.create_run(
+    run_store = RunStore(store_file)
+    run = run_store.create_run(
         new_run(
             "ask",
             problem.name,
@@ -201,11 +200,11 @@ def ask(
     report(f"asking {spec} for {plural(n, 'answer')}", 0, n + 1)
 
     def judged(snapshot: Any) -> None:
-        report(f"judged {snapshot.judged} of {n} answers", snapshot.judged, n + 1)
+        report(f"judged {snapshot.judged} of {plural(n, 'answer')}", snapshot.judged, n + 1)
 
-    with make_executor("local", device) as executor:
+    with make_executor("local", device, in_flight=options.in_flight) as executor:
         search = Search(
-            store=store,
+            store=run_store,
             run=run,
             strategy=OneShot(context, parent),
             context=context,
@@ -226,11 +225,12 @@ def ask(
     if not candidates and outcome.failures:
         # A run that got no answer holds only the prompt, which `cudasmith prompt` prints again.
         failure = outcome.failures[0]
-        store.update_run(run.id, status="failed", stop_reason=f"{failure}"[:500])
+        run_store.update_run(run.id, status="failed", stop_reason=f"{failure}"[:500])
+        run_store.close()
         shutil.rmtree(run_dir, ignore_errors=True)
         kind = BudgetExhausted if isinstance(failure, BudgetExhausted) else LLMError
         raise kind(f"{failure} (no run directory is left)")
-    store.update_run(run.id, status="finished", stop_reason=outcome.stop_reason)
+    run_store.update_run(run.id, status="finished", stop_reason=outcome.stop_reason)
     result = AskResult(
         run_dir=run_dir,
         model=spec,

@@ -6,12 +6,11 @@ Every command and the Python API resolve problems here, so a name one command pr
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 from cudasmith.errors import UsageError
 from cudasmith.tasks.directory import KERNELBENCH, problem_files
-from cudasmith.tasks.problem import Problem, list_task_names, load_problem, load_task
+from cudasmith.tasks.problem import Problem, close_names, list_task_names, load_problem, load_task
 
 
 def problem_in_dir(directory: str | Path, name: str) -> Problem:
@@ -28,8 +27,7 @@ def problem_in_dir(directory: str | Path, name: str) -> Problem:
         raise UsageError(
             f"{name!r} names {len(matches)} problems in {directory}: {names}; give the full name"
         )
-    close = difflib.get_close_matches(name, [listed for listed, _ in files], n=3)
-    hint = f"did you mean {', '.join(close)}? " if close else ""
+    hint = close_names(name, [listed for listed, _ in files])
     raise UsageError(
         f"no problem {name!r} in {directory}; {hint}`cudasmith tasks --from {directory}` lists them"
     )

@@ -172,12 +172,17 @@ def load_problem(path: str | Path, name: str | None = None) -> Problem:
     return problem_from_module(module, path, name or path.stem)
 
 
+def close_names(name: str, names: list[str]) -> str:
+    """'did you mean a, b? ' for the names close to `name` (the start of an error's advice), else ''."""
+    close = difflib.get_close_matches(name, names, n=3)
+    return f"did you mean {', '.join(close)}? " if close else ""
+
+
 def task_path(name: str) -> Path:
     """The file of a built-in task such as 'level1/softmax'."""
     path = SUITE_DIR / f"{name}.py"
     if "/" not in name or ".." in name or not path.is_file():
-        close = difflib.get_close_matches(name, list_task_names(), n=3)
-        hint = f"did you mean {', '.join(close)}? " if close else ""
+        hint = close_names(name, list_task_names())
         raise UsageError(f"unknown task {name!r}; {hint}`cudasmith tasks` lists them all")
     return path
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cudasmith.cli_common import one_line_errors
+from cudasmith.commands.options import JsonOption
 from cudasmith.errors import UsageError
 
 
@@ -17,7 +17,7 @@ def cache_command(
         str | None,
         typer.Argument(
             metavar="KIND",
-            help="Only this kind: cuda, cpu, baselines, device.",
+            help="Only this kind: cuda, cpu, extensions, baselines, device.",
             show_default=False,
         ),
     ] = None,
@@ -25,7 +25,7 @@ def cache_command(
         bool, typer.Option("--clear", help="Delete the cached artefacts (of KIND only, if given).")
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Clear without asking (for scripts).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show the cache (compiled kernels, baseline times, device measurements) or clear it.
 
@@ -40,21 +40,20 @@ def cache_command(
     from cudasmith.runtime.cache import cache_root, cache_usage, clear_cache
     from cudasmith.wording import byte_size, plural
 
-    with one_line_errors():
-        usage = cache_usage()
-        chosen = [entry for entry in usage if kind is None or entry.kind == kind]
-        if not chosen:
-            raise UsageError(f"no cache kind {kind!r}; the kinds are {', '.join(e.kind for e in usage)}")
-        if clear:
-            what = f"the {kind} cache" if kind else "the whole cache"
-            size = byte_size(sum(entry.bytes for entry in chosen))
-            if not yes:
-                if not sys.stdin.isatty():
-                    raise UsageError(f"clearing {what} ({size}) needs --yes when nobody is there to confirm")
-                typer.confirm(f"Delete {what} ({size}) in {cache_root()}?", abort=True)
-            freed = clear_cache(kind)
-            typer.echo(f"cleared {what}: {byte_size(freed)} freed")
-            return
+    usage = cache_usage()
+    chosen = [entry for entry in usage if kind is None or entry.kind == kind]
+    if not chosen:
+        raise UsageError(f"no cache kind {kind!r}; the kinds are {', '.join(e.kind for e in usage)}")
+    if clear:
+        what = f"the {kind} cache" if kind else "the whole cache"
+        size = byte_size(sum(entry.bytes for entry in chosen))
+        if not yes:
+            if not sys.stdin.isatty():
+                raise UsageError(f"clearing {what} ({size}) needs --yes when nobody is there to confirm")
+            typer.confirm(f"Delete {what} ({size}) in {cache_root()}?", abort=True)
+        freed = clear_cache(kind)
+        typer.echo(f"cleared {what}: {byte_size(freed)} freed")
+        return
     if as_json:
         document = {
             "path": str(cache_root()),

@@ -1,0 +1,84 @@
+"""`cudasmith ask`: one request to a model, every answer judged."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem
+from cudasmith.commands.judging import JudgeFlags, judging
+from cudasmith.commands.options import (
+    BudgetOption,
+    ConfigOption,
+    CountOption,
+    FromOption,
+    JsonOption,
+    ModelOption,
+    ParentOption,
+    ProblemOption,
+    StoreOption,
+    TaskArgument,
+    TaskOption,
+    TemplatesOption,
+    VerdictOption,
+)
+from cudasmith.commands.prompt import parent_solution
+from cudasmith.commands.store import store_to_write
+
+
+@judging
+def ask_command(
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
+    model: ModelOption = None,
+    n: CountOption = None,
+    budget: BudgetOption = None,
+    as_json: JsonOption = False,
+    store: StoreOption = None,
+    parent: ParentOption = None,
+    verdict: VerdictOption = None,
+    templates: TemplatesOption = None,
+    config: ConfigOption = None,
+    *,
+    judge: JudgeFlags,
+) -> None:
+    """Ask a model for solutions of TASK once, judge every answer, and print the verdicts.
+
+    Everything is kept in a run folder beside the run store (runs/ask-…): the prompt, each answer,
+    each candidate file and verdict. Exit code 0 when a candidate is correct, 1 when none is, 2 for bad
+    usage or when the model gave no answer. Keys come from the environment (OPENAI_API_KEY, …).
+
+    Example: [bold]cudasmith ask level1/softmax --model openai:gpt-5-mini -n 4 --device cpu[/]
+    """
+    from cudasmith.llm.config import load_llm_config
+    from cudasmith.report.progress import judge_progress
+    from cudasmith.search.ask import ask
+    from cudasmith.search.prompts import templates_from_config
+
+    loaded = pick_problem(named, task, problem, from_dir)
+    options = judge.options()
+    settings = load_llm_config(config, budget_usd=budget)
+    with store_to_write(store) as where, judge_progress(bar=not as_json) as progress:
+        result = ask(
+            loaded,
+            model,
+            1 if n is None else n,
+            options.device,
+            settings,
+            options,
+            where,
+            templates or templates_from_config(config),
+            parent_solution(parent, verdict),
+            progress=progress,
+        )
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        from cudasmith.report.ask_table import print_ask
+
+        print_ask(result)
+    raise typer.Exit(EXIT_CORRECT if result.best is not None else EXIT_VERDICT)

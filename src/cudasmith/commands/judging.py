@@ -1,0 +1,237 @@
+"""The judging flags of eval, ask, optimize and bench: defined once, parsed into `EvalOptions` once and
+checked once (by `EvalOptions.validate`), so each means the same in every command.
+
+A command decorated with `@judging` takes a `judge: JudgeFlags` parameter; Typer sees the flags in its
+place, in the help's "Judging" panel. A new judging flag is a field here and a line in `options()`."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cudasmith.commands.common import command_device
+from cudasmith.commands.options import JUDGING, DeviceOption
+from cudasmith.errors import UsageError
+
+if TYPE_CHECKING:
+    from cudasmith.harness.options import EvalOptions
+
+# cudasmith.harness.options.SEEDS_PER_CONFIG (a test keeps them in step: --help must not import torch).
+SEEDS_PER_CONFIG = 3
+
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        metavar="SEED",
+        help="The secret seed (every verdict records the one it used): the same input sets again "
+        "\\[default: fresh]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+SeedsOption = Annotated[
+    int,
+    typer.Option("--seeds", metavar="COUNT", help="Input sets checked per config.", rich_help_panel=JUDGING),
+]
+TimingOption = Annotated[
+    bool, typer.Option("--timing/--no-timing", help="Time correct candidates.", rich_help_panel=JUDGING)
+]
+# The harness's defaults (cudasmith.harness.options: CALL_FACTOR, CALL_FLOOR_S, LOAD_TIMEOUT_S and
+# FIRST_CALL_EXTRA_S; tests keep these in step).
+TimeLimitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--time-limit",
+        metavar="SECONDS",
+        help="Longest one call of forward may take; slower is a timeout verdict "
+        "\\[default: 100x the reference's own time, at least 5]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+LoadTimeLimitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--load-time-limit",
+        metavar="SECONDS",
+        help="Longest the solution's import and kernel compilation may take \\[default: 120]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+FirstCallExtraOption = Annotated[
+    float | None,
+    typer.Option(
+        "--first-call-extra",
+        metavar="SECONDS",
+        help="Added to the first call's limit, for JIT compilation and autotuning \\[default: 10]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+# cudasmith.harness.memory.MEMORY_LIMIT_OPTION names this option in the judge's messages.
+MemoryLimitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--memory-limit",
+        metavar="GIB",
+        help="Host memory each worker (and what it starts) may use, in GiB \\[default: half the machine's]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+RulesOption = Annotated[
+    str,
+    typer.Option(
+        "--rules",
+        metavar="RULES",
+        help="strict: the solution's own kernels do the work; kernelbench: PyTorch compute allowed "
+        "everywhere, as KernelBench allows it (verdicts still name the operators and the solution's share)",
+        rich_help_panel=JUDGING,
+    ),
+]
+RequireIsolationOption = Annotated[
+    bool,
+    typer.Option(
+        "--require-isolation",
+        help="Refuse to judge where candidates' files cannot be isolated (no Landlock, no namespaces).",
+        rich_help_panel=JUDGING,
+    ),
+]
+InFlightOption = Annotated[
+    int | None,
+    typer.Option(
+        "--in-flight",
+        metavar="COUNT",
+        help="Candidates judged at once per GPU (each in its own process; timing stays alone on the device) "
+        "\\[default: from the cores and GPU memory]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+BaselinesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--baselines",
+        metavar="NAMES",
+        help="Timed beside eager PyTorch: compile, compile-max-autotune, expert, comma-separated "
+        "\\[default: compile and expert on a GPU, expert on the CPU]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+L2Option = Annotated[
+    str | None,
+    typer.Option(
+        "--l2",
+        metavar="STATE",
+        help="L2 while timing: cold (flushed before each call) or hot \\[default: the problem's, cold]",
+        rich_help_panel=JUDGING,
+        show_default=False,
+    ),
+]
+GraphOption = Annotated[
+    bool,
+    typer.Option(
+        "--graph",
+        help="Time CUDA-graph replays of each call (for launch-bound kernels).",
+        rich_help_panel=JUDGING,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class JudgeFlags:
+    """What the judging flags of a command said."""
+
+    device: DeviceOption = None
+    seed: SeedOption = None
+    seeds: SeedsOption = SEEDS_PER_CONFIG
+    timing: TimingOption = True
+    time_limit: TimeLimitOption = None
+    load_time_limit: LoadTimeLimitOption = None
+    first_call_extra: FirstCallExtraOption = None
+    memory_limit: MemoryLimitOption = None
+    rules: RulesOption = "strict"
+    require_isolation: RequireIsolationOption = False
+    in_flight: InFlightOption = None
+    baselines: BaselinesOption = None
+    l2: L2Option = None
+    graph: GraphOption = False
+
+    def given(self) -> list[str]:
+        """The flags set to something other than their default, as typed (`--time-limit`)."""
+        return [
+            "--" + field.name.replace("_", "-")
+            for field in dataclasses.fields(self)
+            if getattr(self, field.name) != field.default
+        ]
+
+    def refuse_with_resume(self, also: list[str], what: str) -> None:
+        """--resume goes on with the run's own task, options and device: a flag that would change them
+        (or `also`, the command's own such arguments) is refused rather than silently ignored."""
+        given = also + [flag for flag in self.given() if flag != "--device"]
+        if given:
+            raise UsageError(
+                f"--resume goes on with the run's own {what} and options; drop {', '.join(given)}"
+            )
+
+    def options(self) -> EvalOptions:
+        """The judge's options, checked; the device resolved (without a GPU, one named or refused)."""
+        from cudasmith.harness.baselines import parse_baselines
+        from cudasmith.harness.options import EvalOptions
+
+        optional = {
+            "call_timeout_s": self.time_limit,
+            "load_timeout_s": self.load_time_limit,
+            "first_call_extra_s": self.first_call_extra,
+            "memory_limit_bytes": None if self.memory_limit is None else int(self.memory_limit * 2**30),
+        }
+        options = EvalOptions(
+            device=command_device(self.device, judging=True),
+            seed=self.seed,
+            seeds_per_config=self.seeds,
+            timing=self.timing,
+            rules=self.rules,
+            require_isolation=self.require_isolation,
+            in_flight=self.in_flight,
+            baselines=parse_baselines(self.baselines) if self.baselines else None,
+            l2_state=self.l2,
+            graph=self.graph,
+            **{name: value for name, value in optional.items() if value is not None},
+        )
+        options.validate()
+        return options
+
+
+def judging(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command, taking the judging flags in place of its `judge: JudgeFlags` parameter."""
+    hints = typing.get_type_hints(JudgeFlags, include_extras=True)
+    flags = [
+        inspect.Parameter(
+            field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=hints[field.name]
+        )
+        for field in dataclasses.fields(JudgeFlags)
+    ]
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "judge"]
+    clash = {p.name for p in own} & {p.name for p in flags}
+    if clash:
+        raise TypeError(f"{command.__name__} declares judging flags itself: {', '.join(sorted(clash))}")
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        judge = JudgeFlags(**{p.name: values.pop(p.name) for p in flags})
+        return command(**values, judge=judge)
+
+    # Typer reads both: the signature for the parameters, the annotations for their types.
+    run.__signature__ = inspect.Signature([*own, *flags])  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in (*own, *flags)}
+    return run

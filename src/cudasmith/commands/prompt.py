@@ -1,0 +1,80 @@
+"""`cudasmith prompt`: the prompt that `ask` would send, printed instead."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cudasmith.commands.common import command_device, pick_problem
+from cudasmith.commands.options import (
+    ConfigOption,
+    DeviceOption,
+    FromOption,
+    JsonOption,
+    ParentOption,
+    ProblemOption,
+    TaskArgument,
+    TaskOption,
+    TemplatesOption,
+    VerdictOption,
+)
+from cudasmith.errors import UsageError
+
+if TYPE_CHECKING:
+    from cudasmith.search.prompts import Parent
+
+
+def parent_solution(parent: Path | None, verdict: Path | None) -> Parent | None:
+    """The solution to improve, with the verdict on it (both or neither)."""
+    from cudasmith.search.feedback import verdict_from_dict
+    from cudasmith.search.prompts import Parent
+
+    if parent is None and verdict is None:
+        return None
+    if parent is None or verdict is None:
+        raise UsageError(
+            "--parent and --verdict go together: a solution and its `cudasmith eval --json` output"
+        )
+    for path in (parent, verdict):
+        if not path.is_file():
+            raise UsageError(f"file not found: {path}")
+    try:
+        data = json.loads(verdict.read_text())
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{verdict}: not JSON ({exc.msg})") from None
+    return Parent(parent.read_text(), verdict_from_dict(data))
+
+
+def prompt_command(
+    named: TaskArgument = None,
+    task: TaskOption = None,
+    problem: ProblemOption = None,
+    from_dir: FromOption = None,
+    device: DeviceOption = None,
+    parent: ParentOption = None,
+    verdict: VerdictOption = None,
+    templates: TemplatesOption = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the prompt that would be sent for TASK: task, hardware, rules, solution contract.
+
+    The prompt is written for the device named, which need not be here; without --device, for the GPU
+    (without one, for the CPU).
+
+    Example: [bold]cudasmith prompt level1/softmax --device cpu[/]
+    """
+    from cudasmith.device import known_device
+    from cudasmith.search.prompts import PromptBuilder, templates_from_config
+
+    loaded = pick_problem(named, task, problem, from_dir)
+    builder = PromptBuilder(templates or templates_from_config(config))
+    # A prompt for a GPU can be written on a machine without one: a device named is not looked for.
+    target = known_device(device) if device else command_device(None, judging=False)
+    prompt = builder.build(loaded, target, parent=parent_solution(parent, verdict))
+    if as_json:
+        sys.stdout.write(json.dumps(prompt.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(f"─── system ───\n{prompt.system}\n\n─── user ───\n{prompt.user}")
