@@ -35,18 +35,15 @@ class ModelNew(nn.Module):
         vector_add(a.contiguous(), b.contiguous(), out, a.numel())
         return out
 '''
-# A raw thread (not in threading's registry, so no check sees it) spins for the worker's whole life; the
-# import then waits for the test's marker, so the spinning overlaps another candidate's timing.
-SPINNER = f'''"""Interference: a thread spinning outside the calls, for another candidate's timing windows."""
-import _thread
+# A child process spins for the worker's whole life (a thread would be rejected at once, as a thread left
+# running); the import then waits for the test's marker, so the spinning overlaps another candidate's timing.
+SPINNER = f'''"""Interference: a process spinning outside the calls, for another candidate's timing windows."""
 import os
+import subprocess
+import sys
 import time
 
-def _spin():
-    while True:
-        pass
-
-_thread.start_new_thread(_spin, ())
+SPINNING = subprocess.Popen([sys.executable, "-c", "while True: pass"])
 while not os.path.exists("MARKER"):
     time.sleep(0.05)
 {VECTOR_ADD}'''
@@ -95,7 +92,7 @@ def test_a_candidate_spinning_outside_its_calls_never_runs_in_another_candidates
     # Paused in every window: the check found nothing to time again.
     assert honest.timing["exclusive"] and honest.timing["exclusive_verified"], honest.timing
     assert honest.timing["retimed_windows"] == 0, honest.notes
-    assert spun.status == Status.CORRECT, spun.reason  # its thread slows only itself
+    assert spun.status == Status.CORRECT, spun.reason  # its spinning slows only itself
 
 
 def test_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(tmp_path: Path) -> None:
