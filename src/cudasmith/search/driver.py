@@ -34,6 +34,8 @@ from cudasmith.store import CallRecord, CandidateRecord, code_hash
 
 # After this many calls in a row failed for good (retries spent), the run stops: the model is down.
 MAX_FAILED_CALLS_IN_A_ROW = 3
+# Seconds that model calls in flight may still take to answer after the judge broke off the run.
+ANSWER_GRACE_S = 60.0
 
 
 class Driver:
@@ -73,12 +75,23 @@ class Driver:
                     self.tasks.pop(task)
                     task.result()
                 self._notify()
+        except Exception:
+            await self._keep_answers_in_flight()
+            raise
         finally:
             for task in self.tasks:
                 task.cancel()
             self.admission.pool.shutdown(wait=False, cancel_futures=True)
         self.outcome.stop_reason = self.stop_reason or self.s.strategy.finished() or "nothing left to propose"
         return self.outcome
+
+    async def _keep_answers_in_flight(self) -> None:
+        """After a break (the judge failing; not Ctrl-C, which cancels at once), model calls already sent
+        finish for up to ANSWER_GRACE_S, so that their answers, paid for, are stored: a resumed run judges
+        them instead of asking again."""
+        asking = [task for task, kind in self.tasks.items() if kind == "propose" and not task.done()]
+        if asking:
+            await asyncio.wait(asking, timeout=ANSWER_GRACE_S)
 
     def _spawn(self, work: Coroutine[Any, Any, None], kind: str) -> None:
         self.tasks[asyncio.ensure_future(work)] = kind
