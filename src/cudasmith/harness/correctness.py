@@ -278,7 +278,10 @@ def check_candidate(
         if step.fresh:
             spec = replace(spec, perturb=int(reply["perturb"]))  # the reference is computed only now
         comparison = judge.compare([(spec, reply.get("outputs"))], candidate.token)[0]
-        result.seeds_checked += 1
+        # The fresh step is a defence, not a measurement: its inputs cannot be drawn again, so the input sets
+        # counted and the errors reported (the same again with --seed) are the seeded ones'; it still fails
+        # a candidate that does not match there.
+        result.seeds_checked += 0 if step.fresh else 1
         if "transfer" in comparison:
             result.status, result.reason = (
                 Status.REJECTED,
@@ -291,8 +294,9 @@ def check_candidate(
             result.kernelbench_tolerance = result.kernelbench_tolerance is not False and bool(
                 comparison["kernelbench"]
             )
-        result.rel_err = max(result.rel_err or 0.0, comparison["rel_err"])
-        result.max_abs_err = max(result.max_abs_err or 0.0, comparison["max_abs_err"])
+        if not step.fresh or not comparison["ok"]:
+            result.rel_err = max(result.rel_err or 0.0, comparison["rel_err"])
+            result.max_abs_err = max(result.max_abs_err or 0.0, comparison["max_abs_err"])
         if not comparison["ok"]:
             result.status, result.reason = Status.INCORRECT, f"{name}: {comparison['reason']}"
             result.mismatch = comparison.get("report")

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -110,32 +111,62 @@ def compile_c(
             _compiled[key] = function
         return function
     directory = cache_dir("cpu")
-    library_path = directory / f"{key}.so"
-    log, from_cache = "", library_path.is_file() and artifact_trusted(key, library_path)
-    if not from_cache:
-        source_path = directory / f"{key}{LANGUAGES[language][3]}"
-        write_atomically(source_path, source.encode())
-        build_path = directory / f"{key}.{os.getpid()}.so"
-        try:
-            result = subprocess.run(
-                [compiler, *all_flags, str(source_path), "-o", str(build_path)],
-                capture_output=True,
-                text=True,
-                timeout=COMPILE_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"{Path(compiler).name} took longer than {COMPILE_TIMEOUT_S} s") from None
-        log = (result.stderr + result.stdout).replace(str(source_path), "kernel" + LANGUAGES[language][3])
-        if result.returncode != 0:
-            build_path.unlink(missing_ok=True)
-            raise CompileError.from_log(Path(compiler).name, log)
-        os.replace(build_path, library_path)
-        seal_artifact(key, library_path)
-    function = CFunction(name, library_path, params, log, time.perf_counter() - started, from_cache)
+    with _building(key):  # one build of a key at a time in this process; other processes may race
+        with _compiled_lock:
+            if key in _compiled:
+                return _compiled[key]
+        library_path = directory / f"{key}.so"
+        log, from_cache = "", library_path.is_file() and artifact_trusted(key, library_path)
+        if not from_cache:
+            source_path = directory / f"{key}{LANGUAGES[language][3]}"
+            write_atomically(source_path, source.encode())
+            build_path = directory / f"{key}.{os.getpid()}.{threading.get_ident()}.so"
+            try:
+                result = subprocess.run(
+                    [compiler, *all_flags, str(source_path), "-o", str(build_path)],
+                    capture_output=True,
+                    text=True,
+                    timeout=COMPILE_TIMEOUT_S,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                raise CompileError(f"{Path(compiler).name} took longer than {COMPILE_TIMEOUT_S} s") from None
+            log = (result.stderr + result.stdout).replace(str(source_path), "kernel" + LANGUAGES[language][3])
+            if result.returncode != 0:
+                build_path.unlink(missing_ok=True)
+                raise CompileError.from_log(Path(compiler).name, log)
+            library_path = _publish(key, build_path, library_path)
+        function = CFunction(name, library_path, params, log, time.perf_counter() - started, from_cache)
+        with _compiled_lock:
+            _compiled[key] = function
+        return function
+
+
+_build_locks: dict[str, threading.Lock] = {}
+
+
+@contextmanager
+def _building(key: str) -> Iterator[None]:
     with _compiled_lock:
-        _compiled[key] = function
-    return function
+        lock = _build_locks.setdefault(key, threading.Lock())
+    with lock:
+        yield
+
+
+def _publish(key: str, built: Path, library: Path) -> Path:
+    """Put a fresh build in the cache under its key, never over a library already there: another
+    process may have that one mapped, and replacing it would leave the process running a deleted file
+    (which the judge cannot read back). When one is there already (another process built the same key at
+    the same time, or a stale one failed its check), the fresh build is used from its own name."""
+    try:
+        os.link(built, library)
+    except FileExistsError:
+        return built
+    except OSError:  # a filesystem without hard links: the old way, replacing
+        os.replace(built, library)
+    built.unlink(missing_ok=True)
+    seal_artifact(key, library)
+    return library
 
 
 def _run(command: list[str], stdin: bytes, descriptors: tuple[int, ...]) -> str:
