@@ -136,6 +136,11 @@ def test_a_build_folder_changed_after_its_seal_is_not_trusted(tmp_path: Path) ->
     assert not folder_intact(folder), "never sealed: not trusted"
     seal_folder(folder)
     assert folder_intact(folder)
+    (folder / "_cpu" / "other.so").write_bytes(b"another build of the same solution")
+    assert folder_intact(folder), "builds only add: a file added under a name of its own is no change"
+    (folder / "_cpu" / "link.so").symlink_to(tmp_path / "elsewhere.so")
+    assert not folder_intact(folder), "a link added is"
+    (folder / "_cpu" / "link.so").unlink()
     (folder / "_cpu" / "kernel.so").write_bytes(b"planted")
     assert not folder_intact(folder)
 

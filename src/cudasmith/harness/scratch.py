@@ -7,17 +7,19 @@ own folder (candidate.py). The solution is copied into the scratch folder, so th
 and the files beside it, stay out of reach.
 
 A build folder is sealed by the parent after each worker that used it (an HMAC of every file's name and
-content, runtime/seal.py), and checked before the next worker loads the solution: a folder changed by
-anyone else in between is deleted, and the solution builds again.
+content, runtime/seal.py), and checked before the next worker loads the solution: a folder whose sealed
+files changed in between is moved aside, and the solution builds again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from cudasmith.harness import sandbox
@@ -56,20 +58,31 @@ def _manifest(folder: Path) -> str:
 
 
 def seal_folder(folder: Path) -> None:
-    """Record what a build folder holds now, under the judge's key."""
+    """Record what a build folder holds now (its manifest, and the manifest's MAC under the judge's key)."""
     if folder.is_dir():
-        (folder / SEAL_FILE).write_text(seal.mac(SEAL_PURPOSE, str(folder), _manifest(folder)))
+        manifest = _manifest(folder)
+        record = {"manifest": manifest, "mac": seal.mac(SEAL_PURPOSE, str(folder), manifest)}
+        (folder / SEAL_FILE).write_text(json.dumps(record))
 
 
 def folder_intact(folder: Path) -> bool:
-    """Whether a build folder holds exactly what was sealed (an absent folder is intact: nothing to trust)."""
+    """Whether every file a build folder held when it was sealed is still there, unchanged, and no link was
+    added (an absent folder is intact: nothing to trust; one never sealed is not). Files added since are
+    another build of the same solution's, under names of their own: builds only add (runtime/cpu.py)."""
     if not folder.exists():
         return True
     try:
-        recorded = (folder / SEAL_FILE).read_text()
-    except OSError:
+        record = json.loads((folder / SEAL_FILE).read_text())
+        manifest = record["manifest"]
+        if not seal.verify(record["mac"], SEAL_PURPOSE, str(folder), manifest):
+            return False
+        sealed = json.loads(manifest)
+    except (OSError, ValueError, KeyError, TypeError):
         return False
-    return seal.verify(recorded, SEAL_PURPOSE, str(folder), _manifest(folder))
+    now = json.loads(_manifest(folder))
+    files = {name: digest for name, digest in now["files"]}
+    unchanged = all(files.get(name) == digest for name, digest in sealed["files"])
+    return unchanged and set(now["links"]) <= set(sealed["links"])
 
 
 class Scratch:
@@ -112,8 +125,14 @@ class Scratch:
     def stage(self, solution: Path) -> Path:
         """Copy the solution in, and check its build folder's seal (deleting a folder that fails it)."""
         self.build = build_folder(solution)
-        if not folder_intact(self.build):
-            shutil.rmtree(self.build, ignore_errors=True)
+        # A folder never sealed is a build under way (another worker of the same solution, which alone may
+        # write there): left as it is. One changed after its seal is moved aside, not deleted, so that a
+        # process with its libraries mapped keeps reading them; the solution builds again.
+        if (self.build / SEAL_FILE).exists() and not folder_intact(self.build):
+            with contextlib.suppress(OSError):
+                self.build.rename(
+                    self.build.with_name(f".{self.build.name}.changed-{os.getpid()}-{time.time_ns()}")
+                )
         staged = self.root / "solution" / solution.name
         shutil.copyfile(solution, staged)
         return staged
