@@ -346,12 +346,20 @@ class WorkerProcess:
             Status.REJECTED, f"the solution ended the worker (exit code {code}) while {what}{hint}"
         )
 
+    def terminate(self) -> None:
+        """Kill the worker's processes now, from any thread: whoever waits for its answer hears that it
+        died (kill() then cleans up)."""
+        worker_pid = self.status("worker_pid")
+        if self.alive and worker_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker_pid, signal.SIGKILL)
+
     def kill(self) -> None:
         """Kill the worker and everything it started, and wait until they are gone."""
         if not self.alive:
             return
         self.alive = False
-        worker_pid = self._worker_pid()
+        worker_pid = self.wait_started()
         if worker_pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(worker_pid, signal.SIGKILL)
@@ -367,7 +375,8 @@ class WorkerProcess:
         self.requests.close()
         self.replies.close()
 
-    def _worker_pid(self) -> int | None:
+    def wait_started(self) -> int | None:
+        """The worker's pid, once its supervisor has started it (None if the supervisor ended first)."""
         deadline = time.monotonic() + SUPERVISOR_GRACE_S
         while (
             self.status("worker_pid") is None and self.process.poll() is None and time.monotonic() < deadline

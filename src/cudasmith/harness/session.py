@@ -97,6 +97,7 @@ class Judge:
         self.lease_key = visible_gpu(options.gpu_index or 0, visible) if options.on_gpu else "cpu"
         self.lease = lease_for(self.lease_key)
         self._lock = threading.Lock()  # the session's own state, shared by the candidates in flight
+        self._in_use: set[WorkerProcess] = set()  # the workers of the candidates being judged
         self._judge = self._start_reference()
         self._load_id = self._judge.send({"op": "load"})
         configs = [config for config, _ in problem.all_configs()]
@@ -136,12 +137,14 @@ class Judge:
         return worker
 
     def _start_candidate(self) -> WorkerProcess:
-        """A candidate worker; started as a step, so that none starts unpaused inside a timing window."""
+        """A candidate worker; started as a step, and known by its pid before the step ends, so that none
+        starts unpaused inside a timing window."""
         with self.lease.step():
             worker = WorkerProcess(
                 self._setup("candidate"), self.options.memory_limit_bytes, self.options.gpu_index
             )
             self.lease.register(worker)
+            worker.wait_started()
         return worker
 
     def _ask(
@@ -299,6 +302,8 @@ class Judge:
                 verdict.wall_s = round(time.monotonic() - started, 3)
                 return verdict
         candidate = self.pool.take()
+        with self._lock:
+            self._in_use.add(candidate)
         self.pool.top_up()
         self.pool.advance()
         try:
@@ -318,6 +323,7 @@ class Judge:
             self._collect(candidate, verdict)
             self.pool.advance()
             with self._lock:
+                self._in_use.discard(candidate)
                 self.judged += 1
         verdict.wall_s = round(time.monotonic() - started, 3)
         return verdict
@@ -381,7 +387,12 @@ class Judge:
                     future.cancel()
 
     def close(self) -> None:
-        """Stop every worker of the session."""
+        """Stop every worker of the session, those of candidates still being judged included (their
+        calls end at once, not at their time limits)."""
+        with self._lock:
+            judging = list(self._in_use)
+        for candidate in judging:
+            candidate.terminate()
         self.pool.close()
         self.baselines.close()
         self._judge.close()
