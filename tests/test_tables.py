@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cudasmith.harness.results import TimingReport
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.llm.base import Completion
 from cudasmith.llm.client import Usage
@@ -90,7 +91,7 @@ def timed_verdict() -> Verdict:
         device="AMD EPYC 9454 48-Core Processor (2 cores)",
         speedup=0.21,
         configs=configs,
-        timing={"l2_state": "cold"},
+        timing=TimingReport("cold", "queued"),
     )
 
 

@@ -10,6 +10,7 @@ and the judge's names, threads and observers are checked. Outputs go to the judg
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,25 @@ from cudasmith.harness.calls import (
     timing_input_sets,
 )
 from cudasmith.harness.gpu_only import cuda_on_cpu, needs_gpu
-from cudasmith.harness.messages import InputSpec, TimeSpec
+from cudasmith.harness.messages import (
+    Ack,
+    Construct,
+    Constructed,
+    Finish,
+    InputSpec,
+    LoadSolution,
+    Ping,
+    Prepare,
+    Prepared,
+    Ran,
+    Release,
+    Run,
+    Time,
+    TimedCheck,
+    TimeSpec,
+    WorkerSetup,
+)
+from cudasmith.harness.messages import Timed as TimedReply
 from cudasmith.harness.observe import KernelAudit, Observation, OpAudit, OwnKernels, audit_kernels, audit_ops
 from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.returned import ReturnMarker, unsynchronised
@@ -41,7 +60,7 @@ from cudasmith.tasks.inputs import build_model, make_init_inputs
 from cudasmith.tasks.parameters import NO_PARAMETERS, draw_into, drawn_values, has_parameters, matching
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
-from cudasmith.timing.protocol import TimingPlan, measure
+from cudasmith.timing.protocol import measure
 
 # A kernel's name in a reason is cut to this many characters (C++ template names run to thousands).
 KERNEL_NAME_CHARS = 160
@@ -71,11 +90,11 @@ def set_build_environment(solution: Path, device: str) -> None:
 class Candidate:
     """State of one candidate's worker: the problem, the solution, one model per config, the guard."""
 
-    def __init__(self, setup: dict[str, Any]) -> None:
-        self.device: str = setup["device"]
-        self.problem_path = Path(setup["problem"])
-        self.defences: bool = setup.get("defences", True)
-        self.exporter = Exporter(setup["token"])
+    def __init__(self, setup: WorkerSetup) -> None:
+        self.device = setup.device
+        self.problem_path = Path(setup.problem)
+        self.defences = setup.defences
+        self.exporter = Exporter(setup.token)
         self.problem = load_module(self.problem_path, "problem")
         self.solution_path: Path | None = None
         self.solution: Any = None
@@ -91,10 +110,20 @@ class Candidate:
         self.marker = f"cudasmith-call-{clock.fresh_seed():x}"
         # On a GPU with defences: the kernel that marks, on the caller's stream, where forward returned.
         self.returned: ReturnMarker | None = None
+        self.handlers: dict[type, Any] = {
+            Ping: lambda request: Ack(),  # answered once the worker's imports are done
+            Prepare: lambda request: self.prepare(),
+            LoadSolution: self.load,
+            Construct: self.construct,
+            Run: self.run,
+            Time: self.time,
+            Release: lambda request: self.release(),
+            Finish: lambda request: self.finish(),
+        }
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def prepare(self) -> dict[str, Any]:
+    def prepare(self) -> Prepared:
         """Everything that can happen before the solution is known: CUDA context, timing tools, profiler."""
         # The reference is exact fp32; a candidate that wants TF32 must say so through the tolerance.
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -112,13 +141,13 @@ class Candidate:
             observation.stop()
             if self.device.startswith("cuda"):
                 self.returned = ReturnMarker()
-        return {"ok": True, "device_name": device_name(self.device)}
+        return Prepared(device_name(self.device))
 
-    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+    def load(self, request: LoadSolution) -> Ack:
         """Install the guard, take the snapshot, import the solution."""
-        self.solution_path = Path(request["solution"])
+        self.solution_path = Path(request.solution)
         set_build_environment(self.solution_path, self.device)
-        allowed = request.get("allowed_torch_ops", [])
+        allowed = request.allowed_torch_ops
         self.all_ops_allowed = allowed == "all"
         self.extra_allowed = frozenset() if self.all_ops_allowed else frozenset(allowed)
         if self.defences:
@@ -136,7 +165,7 @@ class Candidate:
             # As much a solution that cannot be loaded as one that does not parse.
             raise CandidateFault(Status.COMPILE_ERROR, "the solution defines no class ModelNew")
         self.check("while importing the solution", full=True)
-        return {"ok": True}
+        return Ack()
 
     def check(self, when: str, full: bool = False) -> None:
         """Refuse a candidate that reached for the judge, replaced its functions, left threads or handlers."""
@@ -165,10 +194,14 @@ class Candidate:
             return Status.REJECTED, violation
         return classify(exc, self.solution_path)
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> Ack:
         self.check("at the end", full=True)
         self.exporter.release()
-        return {"ok": True}
+        return Ack()
+
+    def release(self) -> Ack:
+        self.exporter.release()
+        return Ack()
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -199,16 +232,15 @@ class Candidate:
         draw_into(model, drawn_values(reference, spec.init_seed), order)
         return None
 
-    def construct(self, request: dict[str, Any]) -> dict[str, Any]:
+    def construct(self, request: Construct) -> Constructed:
         """Build ModelNew for one config (its constructor's builds included), under the load allowance."""
-        spec = InputSpec.from_dict(request["input"])
+        spec = request.input
         self._model(spec)
-        return {
-            "ok": True,
-            "seconds": self.built_s[spec.config_index],
-            "parameters_drawn": spec.parameters and self.parameters[spec.config_index] is None,
-            "parameters_reason": self.parameters[spec.config_index] if spec.parameters else None,
-        }
+        return Constructed(
+            self.built_s[spec.config_index],
+            parameters_drawn=spec.parameters and self.parameters[spec.config_index] is None,
+            parameters_reason=self.parameters[spec.config_index] if spec.parameters else None,
+        )
 
     def _inputs(self, spec: InputSpec) -> list[Any]:
         return spec_inputs(self.problem, spec, self.device)
@@ -241,19 +273,19 @@ class Candidate:
                 "(PyTorch's or a library's: ATen, cuBLAS, cuDNN, cuFFT, Inductor, or a CUDA graph of them)",
             )
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: Run) -> Ran:
         """One call on one input set; the outputs are exported for the judge."""
-        spec = InputSpec.from_dict(request["input"])
+        spec = request.input
         inputs = self._inputs(spec)
         model = self._model(spec)
         if not self.defences:
             with torch.no_grad():
                 output = model(*inputs)
             self._sync()
-            return {"ok": True, "outputs": self.exporter.export(as_outputs(output, self.device))}
+            return Ran(self.exporter.export(as_outputs(output, self.device)))
         copies = pristine(inputs)
         if self.device.startswith("cuda"):
-            poison_free_gpu_memory(request.get("poison_bytes", 0))
+            poison_free_gpu_memory(request.poison_bytes)
         observation = Observation(self.device.startswith("cuda"))
         caller = torch.cuda.current_stream() if self.returned is not None else None
         observation.start()
@@ -288,18 +320,12 @@ class Candidate:
         self.check("during forward", full=True)
         check_unmodified(inputs, copies, "by forward")
         outputs = as_outputs(output, self.device)
-        return {
-            "ok": True,
-            "outputs": self.exporter.export(outputs),
-            "torch_ops": dict(ops.compute),
-            "own_ns": kernels.own_ns,
-            "gpu_ns": kernels.total_ns,
-        }
+        return Ran(self.exporter.export(outputs), dict(ops.compute), kernels.own_ns, kernels.total_ns)
 
-    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+    def time(self, request: Time) -> TimedReply:
         """Time forward over rotating input sets, each call's inputs perturbed afresh; keep the outputs of
         calls chosen at random for the judge to re-check."""
-        spec = TimeSpec.from_dict(request["time"])
+        spec = request.time
         model = self._model(spec)
         input_sets = timing_input_sets(self.problem, spec, self.device)
         copies = [pristine(inputs) for inputs in input_sets] if self.defences else []
@@ -323,7 +349,7 @@ class Candidate:
             observation.start()
         try:
             with torch.no_grad():
-                measurement = measure(run, len(input_sets), self.device, TimingPlan(**spec.plan), hooks)
+                measurement = measure(run, len(input_sets), self.device, spec.plan, hooks)
         finally:
             cpu_events = observation.stop()[0] if observation is not None else []
         self.check("while timing", full=True)
@@ -336,24 +362,18 @@ class Candidate:
         ops = audit_ops(cpu_events, marker=self.marker) if observed else OpAudit()
         kernels = audit_kernels(measurement.work, self.own) if self.defences and self.own else KernelAudit()
         self._enforce(ops, kernels, "in timed calls")
-        summary = measurement.summary()
-        summary.pop("work", None)
         own_share = kernels.own_share() if gpu else _cpu_own_share(ops.compute_ns, measurement.samples_ms)
         outputs = [o for *_, kept in hooks.kept for o in kept]
-        return {
-            "ok": True,
-            "measurement": summary,
-            "input_sets": len(input_sets),
-            "checks": [
-                {"call": sample, "set": index, "perturb": seed, "n_outputs": len(kept)}
-                for sample, index, seed, kept in hooks.kept
-            ],
-            "outputs": self.exporter.export(outputs),
-            "own_share": own_share,
-            "library_kernels": [_short(name) for name, _ in kernels.library.most_common(5)],
-            "torch_ops": dict(ops.compute),
-            "compute_ns": ops.compute_ns,
-        }
+        return TimedReply(
+            replace(measurement, work={}),  # what ran is judged here, not sent
+            input_sets=len(input_sets),
+            checks=[TimedCheck(sample, index, seed, len(kept)) for sample, index, seed, kept in hooks.kept],
+            outputs=self.exporter.export(outputs),
+            own_share=own_share,
+            library_kernels=[_short(name) for name, _ in kernels.library.most_common(5)],
+            torch_ops=dict(ops.compute),
+            compute_ns=ops.compute_ns,
+        )
 
     def _marked(self, model: Any, input_sets: list[list[Any]]) -> Any:
         """Each call inside a named range, so the operators of the calls are told from the judge's own."""
@@ -364,24 +384,3 @@ class Candidate:
                 return model(*input_sets[index])
 
         return run
-
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        if op == "ping":  # answered once the worker's imports are done
-            return {"ok": True}
-        if op == "prepare":
-            return self.prepare()
-        if op == "load":
-            return self.load(request)
-        if op == "construct":
-            return self.construct(request)
-        if op == "run":
-            return self.run(request)
-        if op == "time":
-            return self.time(request)
-        if op == "release":
-            self.exporter.release()
-            return {"ok": True}
-        if op == "finish":
-            return self.finish()
-        raise ValueError(f"unknown request {op!r}")

@@ -63,13 +63,13 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[d
     bytes_moved() when it has them, else the FLOP counter's count of the reference and its inputs,
     parameters and outputs crossing memory once.
     """
-    from cudasmith.harness.roofline import roofline, work_of
+    from cudasmith.harness.roofline import ConfigDescription, roofline, work_of
 
     module = load_module(problem.path, "problem")
     figures = []
     for index, (config, hidden) in enumerate(problem.all_configs()):
         described = describe_config(module, config)
-        work = work_of(described)
+        work = work_of(ConfigDescription(**described))
         figure: dict[str, Any] = {
             "index": index,
             "config": config,
@@ -81,7 +81,7 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[d
         }
         if "unknown" in described:
             figure["unknown"] = described["unknown"]
-        point = None if peaks is None else roofline(described, problem.dtype, peaks)
+        point = None if peaks is None else roofline(ConfigDescription(**described), problem.dtype, peaks)
         if point is not None:
             figure.update(sol_ms=point.sol_ms, floor_ms=point.floor_ms, bound=point.bound)
         figures.append(figure)
