@@ -54,7 +54,7 @@ def one_shot(options: object) -> Run:
         "one-shot evaluate (each its own session)",
         time.perf_counter() - started,
         [str(v.status) for v in verdicts],
-        [bool(v.timing.get("exclusive")) for v in verdicts],
+        [bool(v.timing and v.timing.exclusive) for v in verdicts],
     )
 
 
@@ -69,7 +69,7 @@ def session(options: object) -> Run:
         way,
         time.perf_counter() - started,
         [str(v.status) for v in verdicts],
-        [bool(v.timing.get("exclusive")) for v in verdicts],
+        [bool(v.timing and v.timing.exclusive) for v in verdicts],
     )
 
 

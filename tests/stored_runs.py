@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cudasmith.device import DevicePeaks
+from cudasmith.harness.results import BaselineEntry
+from cudasmith.harness.roofline import Roofline
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.store import CacheKey, Run, RunStore, code_hash
 
@@ -33,14 +36,14 @@ def verdict(task: str, status: str, speed: float = 1.0, reason: str = "") -> dic
         result = ConfigResult(index=index, config={"n": index}, hidden=index == 1, status=status)
         if status == "correct":
             result.time_ms, result.baseline_ms, result.speedup = time_ms, BASELINE_MS["eager"] * scale, speed
-            result.roofline = {"flops": flops, "bytes": moved, "sol_ms": sol_ms, "floor_ms": sol_ms / 2}
+            result.roofline = Roofline.from_dict(
+                {"flops": flops, "bytes": moved, "sol_ms": sol_ms, "floor_ms": sol_ms / 2}
+            )
             result.sol_pct = 100 * sol_ms / time_ms
             result.baselines = {
-                name: {
-                    "time_ms": ms * scale,
-                    "speedup": ms * scale / time_ms,
-                    "sol_pct": 100 * sol_ms / (ms * scale),
-                }
+                name: BaselineEntry(
+                    time_ms=ms * scale, speedup=ms * scale / time_ms, sol_pct=100 * sol_ms / (ms * scale)
+                )
                 for name, ms in BASELINE_MS.items()
             }
         configs.append(result)
@@ -56,7 +59,7 @@ def verdict(task: str, status: str, speed: float = 1.0, reason: str = "") -> dic
         speedup=speedups.get("eager"),
         speedups=speedups,
         configs=configs,
-        peaks=PEAKS if status == "correct" else None,
+        peaks=DevicePeaks.from_dict(PEAKS) if status == "correct" else None,
     ).to_dict()
 
 

@@ -27,18 +27,20 @@ def test_expert_is_timed_like_eager_in_the_session_each_time() -> None:
     config = first.configs[0]
     assert set(config.baselines) == {"eager", "expert"}
     for entry in config.baselines.values():
-        assert entry["time_ms"] > 0 and entry["speedup"] == pytest.approx(entry["time_ms"] / config.time_ms)
-        assert entry["method"] == "perf_counter"
-        assert entry["measured"].startswith("in this session") and entry["measured_at"]
+        assert entry.time_ms and entry.time_ms > 0
+        assert entry.speedup == pytest.approx(entry.time_ms / config.time_ms)
+        assert entry.method == "perf_counter"
+        assert entry.measured.startswith("in this session") and entry.measured_at
     assert set(first.speedups) == {"eager", "expert"} and first.speedups["eager"] == first.speedup
-    assert first.timing["l2_state"] == "cold" and first.timing["launch"] == "queued"
-    assert config.roofline and config.roofline["bytes"] == 3 * 4 * 100_003 and config.sol_pct > 0
-    assert first.peaks and first.peaks["kind"] == "cpu"
+    assert first.timing and first.timing.l2_state == "cold" and first.timing.launch == "queued"
+    assert config.roofline and config.roofline.bytes == 3 * 4 * 100_003 and config.sol_pct > 0
+    assert first.peaks and first.peaks.kind == "cpu"
     again = evaluate(SOLUTIONS / "vector_add_cpu.py", problem=problem, **ON_CPU)
     later = again.configs[0].baselines["expert"]
     # Timed again in the new session; the earlier session's time is shown beside it, never used.
-    assert later["measured_at"] >= config.baselines["expert"]["measured_at"]
-    assert later.get("previous_session", {}).get("time_ms") in (None, config.baselines["expert"]["time_ms"])
+    assert later.measured_at >= config.baselines["expert"].measured_at
+    previous = later.previous_session.time_ms if later.previous_session else None
+    assert previous in (None, config.baselines["expert"].time_ms)
 
 
 @pytest.mark.slow

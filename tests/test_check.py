@@ -42,7 +42,7 @@ def test_all_zeros_fails_a_wide_softmax_whose_values_are_tiny() -> None:
     assert reference.abs().max() < 1e-2
     result = compare(torch.zeros_like(reference), reference, truth, FP32)
     assert not result.ok
-    assert result.report and result.report["first"]
+    assert result.report and result.report.first
 
 
 def test_nan_and_inf_positions_must_match() -> None:

@@ -71,9 +71,10 @@ def test_candidates_in_flight_get_their_verdicts_in_order_each_timed_alone() -> 
     for verdict in (verdicts[0], verdicts[3]):
         assert verdict.speedup is not None, verdict.notes
         timing = verdict.timing
-        assert timing["exclusive"] and timing["exclusive_verified"], timing
-        assert timing["windows"] >= 2 * len(verdict.configs)  # the candidate's and eager's, per config
-        assert "/proc" in timing["exclusivity"]
+        assert timing is not None
+        assert timing.exclusive and timing.exclusive_verified, timing
+        assert timing.windows >= 2 * len(verdict.configs)  # the candidate's and eager's, per config
+        assert "/proc" in timing.exclusivity
 
 
 def test_a_candidate_spinning_outside_its_calls_never_runs_in_another_candidates_window(
@@ -90,8 +91,8 @@ def test_a_candidate_spinning_outside_its_calls_never_runs_in_another_candidates
         spun = spinning.result()
     assert honest.status == Status.CORRECT, honest.reason
     # Paused in every window: the check found nothing to time again.
-    assert honest.timing["exclusive"] and honest.timing["exclusive_verified"], honest.timing
-    assert honest.timing["retimed_windows"] == 0, honest.notes
+    assert honest.timing.exclusive and honest.timing.exclusive_verified, honest.timing
+    assert honest.timing.retimed_windows == 0, honest.notes
     assert spun.status == Status.CORRECT, spun.reason  # its spinning slows only itself
 
 
@@ -101,6 +102,6 @@ def test_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(tmp_path: 
     options = EvalOptions(**{**TIMED.__dict__, "screen": False, "in_flight": 1})
     verdict = evaluate(solution, task=TASK, options=options)
     assert verdict.status == Status.CORRECT, verdict.reason
-    assert verdict.speedup is None and not verdict.timing["exclusive"], verdict.timing
-    assert verdict.timing["retimed_windows"] >= 2
+    assert verdict.speedup is None and not verdict.timing.exclusive, verdict.timing
+    assert verdict.timing.retimed_windows >= 2
     assert any("no speedup reported: another process ran" in note for note in verdict.notes), verdict.notes

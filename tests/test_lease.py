@@ -18,6 +18,7 @@ import pytest
 
 from cudasmith.harness.exclusive import CpuActivity, GpuActivity, WindowCheck, cpu_seconds
 from cudasmith.harness.lease import MAX_RETIMES, TimingLease
+from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, WorkerSetup
 from cudasmith.harness.pausing import pause_workers, worker_processes
 from cudasmith.harness.process import WorkerProcess
 
@@ -49,14 +50,8 @@ def state(pid: int) -> str:
 
 
 def candidate_worker() -> WorkerProcess:
-    setup = {
-        "role": "candidate",
-        "problem": str(PROBLEMS / "add_small.py"),
-        "device": "cpu",
-        "defences": False,
-    }
-    worker = WorkerProcess(setup)
-    worker.request({"op": "ping"}, 120, "starting")
+    worker = WorkerProcess(WorkerSetup("candidate", str(PROBLEMS / "add_small.py"), "cpu", defences=False))
+    worker.request(Ping(), 120, "starting")
     return worker
 
 
@@ -108,16 +103,14 @@ def test_a_paused_worker_is_stopped_with_what_it_started_and_its_deadline_waits_
         pause_workers([worker], gpu_only=False)
         assert state(pid) == "T" and worker.paused
         answer: list[Any] = []
-        waiting = threading.Thread(
-            target=lambda: answer.append(worker.request({"op": "ping"}, 0.5, "pinging"))
-        )
+        waiting = threading.Thread(target=lambda: answer.append(worker.request(Ping(), 0.5, "pinging")))
         waiting.start()
         # Its half-second limit runs only while it runs: paused, it is still waited for.
         waiting.join(timeout=3.0)
         assert waiting.is_alive() and worker.alive
         worker.resume()
         waiting.join(60)
-        assert answer and answer[0][0]["ok"]
+        assert answer == [Ack()]
         assert worker.paused_s() > 0.5
     finally:
         worker.close()
@@ -128,11 +121,9 @@ def test_on_a_gpu_only_the_processes_holding_it_are_paused(tmp_path: Path) -> No
     solution.write_text(WITH_CHILD)
     worker = candidate_worker()
     try:
-        worker.request({"op": "prepare"}, 120, "preparing")
-        reply, _ = worker.request(
-            {"op": "load", "solution": str(solution), "allowed_torch_ops": "all"}, 120, "loading"
-        )
-        assert reply["ok"], reply
+        worker.request(Prepare(), 120, "preparing")
+        reply = worker.request(LoadSolution(str(solution), "all"), 120, "loading")
+        assert reply == Ack(), reply
         pid = worker.status("worker_pid")
         child = next(p for p in worker_processes(worker) if p != pid)
         pause_workers([worker], gpu_only=True)  # the child holds no GPU: a compiler, say, goes on

@@ -71,10 +71,10 @@ def test_candidates_in_flight_are_each_timed_alone_as_nvml_verifies() -> None:
     for verdict in verdicts:
         assert verdict.status == Status.CORRECT, verdict.reason
         assert verdict.speedup is not None, verdict.notes
-        assert verdict.timing["exclusive"] and verdict.timing["exclusive_verified"], verdict.timing
-        assert "NVML" in verdict.timing["exclusivity"]
-        print(f"{Path(verdict.solution).name}: {verdict.speedup:.2f}x, {verdict.timing['windows']} windows, "
-              f"{verdict.timing['retimed_windows']} timed again, {verdict.wall_s:.1f} s")  # fmt: skip
+        assert verdict.timing.exclusive and verdict.timing.exclusive_verified, verdict.timing
+        assert "NVML" in verdict.timing.exclusivity
+        print(f"{Path(verdict.solution).name}: {verdict.speedup:.2f}x, {verdict.timing.windows} windows, "
+              f"{verdict.timing.retimed_windows} timed again, {verdict.wall_s:.1f} s")  # fmt: skip
 
 
 def test_a_candidate_launching_gpu_work_outside_its_calls_never_reaches_another_candidates_window(
@@ -91,8 +91,8 @@ def test_a_candidate_launching_gpu_work_outside_its_calls_never_reaches_another_
         marker.touch()
         launching.result()
     assert honest.status == Status.CORRECT, honest.reason
-    assert honest.timing["exclusive"] and honest.timing["exclusive_verified"], honest.timing
-    print(f"honest beside a launcher: {honest.timing['retimed_windows']} windows timed again, {honest.notes}")
+    assert honest.timing.exclusive and honest.timing.exclusive_verified, honest.timing
+    print(f"honest beside a launcher: {honest.timing.retimed_windows} windows timed again, {honest.notes}")
 
 
 def test_gpu_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(tmp_path: Path) -> None:
@@ -102,5 +102,5 @@ def test_gpu_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(tmp_pa
     options = EvalOptions(**{**TIMED.__dict__, "screen": False, "in_flight": 1})
     verdict = evaluate(solution, task=TASK, options=options)
     assert verdict.status == Status.CORRECT, verdict.reason
-    assert verdict.speedup is None and not verdict.timing["exclusive"], verdict.timing
+    assert verdict.speedup is None and not verdict.timing.exclusive, verdict.timing
     assert any("no speedup reported: another process ran" in note for note in verdict.notes), verdict.notes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.roofline import PHYSICS_MARGIN, roofline, work_of
+from cudasmith.harness.roofline import PHYSICS_MARGIN, ConfigDescription, roofline, work_of
 
 # An H100-like device: 3000 GB/s, 50 TFLOP/s in float32, 800 in bfloat16, 50 MiB of L2.
 PEAKS = DevicePeaks(
@@ -26,12 +26,14 @@ CPU_PEAKS = DevicePeaks(
     vector_tflops={"float32": 0.25},
     cache_bytes=32 * 2**20,
 )
-GEMM_8192 = {"flops": 2 * 8192**3, "bytes_moved": 3 * 2 * 8192**2}
-COPY_1GB = {"input_bytes": 10**9, "output_bytes": 10**9, "flops": 10**6}
+GEMM_8192 = ConfigDescription(flops=2 * 8192**3, bytes_moved=3 * 2 * 8192**2)
+COPY_1GB = ConfigDescription(input_bytes=10**9, output_bytes=10**9, flops=10**6)
 
 
 def test_a_memory_bound_config_runs_at_bandwidth() -> None:
-    point = roofline({"input_bytes": 8 * 10**9, "output_bytes": 4 * 10**9, "flops": 10**9}, "float32", PEAKS)
+    point = roofline(
+        ConfigDescription(input_bytes=8 * 10**9, output_bytes=4 * 10**9, flops=10**9), "float32", PEAKS
+    )
     assert point is not None and point.bound == "memory"
     assert point.sol_ms == pytest.approx(12e9 / 3000e9 * 1e3)  # 4 ms
     assert point.sol_pct(8.0) == pytest.approx(50.0)
@@ -43,7 +45,7 @@ def test_a_memory_bound_config_runs_at_bandwidth() -> None:
 
 
 def test_a_compute_bound_config_uses_its_dtype_and_the_floor_any_dtype() -> None:
-    gemm = {"flops": 2 * 8192**3, "bytes_moved": 3 * 4 * 8192**2}
+    gemm = ConfigDescription(flops=2 * 8192**3, bytes_moved=3 * 4 * 8192**2)
     fp32 = roofline(gemm, "float32", PEAKS)
     assert fp32 is not None and fp32.bound == "compute"
     assert fp32.sol_ms == pytest.approx(2 * 8192**3 / 60e12 * 1e3)  # the faster of matrix and vector units
@@ -52,22 +54,22 @@ def test_a_compute_bound_config_uses_its_dtype_and_the_floor_any_dtype() -> None
 
 
 def test_bytes_that_fit_on_chip_do_not_make_a_floor() -> None:
-    point = roofline({"input_bytes": 8 * 2**20, "output_bytes": 4 * 2**20}, "float32", PEAKS)
+    point = roofline(ConfigDescription(input_bytes=8 * 2**20, output_bytes=4 * 2**20), "float32", PEAKS)
     assert point is not None and point.sol_ms > 0 and point.floor_ms == 0.0
 
 
 def test_work_comes_from_bytes_moved_or_inputs_and_outputs() -> None:
-    assert work_of({"bytes_moved": 10, "flops": 3, "input_bytes": 99, "output_bytes": 99}) == (3.0, 10.0)
-    assert work_of({"input_bytes": 8, "output_bytes": 4}) == (0.0, 12.0)
-    assert work_of({"unknown": "data-dependent"}) is None
-    assert roofline({"unknown": "x"}, "float32", PEAKS) is None
+    assert work_of(ConfigDescription(99, output_bytes=99, flops=3, bytes_moved=10)) == (3.0, 10.0)
+    assert work_of(ConfigDescription(input_bytes=8, output_bytes=4)) == (0.0, 12.0)
+    assert work_of(ConfigDescription(unknown="data-dependent")) is None
+    assert roofline(ConfigDescription(unknown="x"), "float32", PEAKS) is None
 
 
 @pytest.mark.parametrize("peaks", [PEAKS, CPU_PEAKS], ids=["gpu", "cpu"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16", "int32", None])
 @pytest.mark.parametrize("work", [GEMM_8192, COPY_1GB], ids=["gemm", "copy"])
 def test_the_floor_never_exceeds_speed_of_light(
-    peaks: DevicePeaks, dtype: str | None, work: dict[str, int]
+    peaks: DevicePeaks, dtype: str | None, work: ConfigDescription
 ) -> None:
     point = roofline(work, dtype, peaks)
     assert point is not None and 0 < point.floor_ms <= point.sol_ms

@@ -100,8 +100,9 @@ def test_a_stale_or_tampered_cached_baseline_cannot_inflate_a_speedup(
     # The speedup comes from this session's own timing: within noise of the first, nowhere near 100x.
     assert 1 / 10 < later.speedup / honest.speedup < 10, (honest.speedup, later.speedup)
     eager = later.configs[0].baselines["eager"]
-    assert eager["measured"].startswith("in this session") and eager["measured_at"]
-    assert eager["previous_session"]["time_ms"] > 20 * eager["time_ms"]  # shown beside, never used
+    assert eager.measured.startswith("in this session") and eager.measured_at
+    assert eager.previous_session and eager.time_ms
+    assert eager.previous_session.time_ms > 20 * eager.time_ms  # shown beside, never used
 
 
 @pytest.mark.slow

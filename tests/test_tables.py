@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cudasmith.harness.results import TimingReport
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.llm.base import Completion
 from cudasmith.report.ask_table import print_ask
@@ -91,7 +92,7 @@ def timed_verdict() -> Verdict:
         device="AMD EPYC 9454 48-Core Processor (2 cores)",
         speedup=0.21,
         configs=configs,
-        timing={"l2_state": "cold"},
+        timing=TimingReport("cold", "queued"),
     )
 
 

@@ -145,14 +145,14 @@ def test_five_percent_more_work_is_slower_with_intervals_apart() -> None:
 
 def test_gpu_peaks_are_plausible_and_make_a_roofline() -> None:
     from cudasmith.device.speed_of_light import measure_peaks
-    from cudasmith.harness.roofline import roofline
+    from cudasmith.harness.roofline import ConfigDescription, roofline
 
     peaks = measure_peaks("cuda")
     print(peaks)
     assert 200 < peaks.memory_gb_per_s < 20_000
     assert peaks.matrix_tflops["bfloat16"] > peaks.matrix_tflops["float32"] > 1
     assert peaks.vector_tflops["float32"] > 1 and peaks.cache_bytes > 2**20
-    point = roofline({"input_bytes": 8 * BIG, "output_bytes": 4 * BIG}, "float32", peaks)
+    point = roofline(ConfigDescription(input_bytes=8 * BIG, output_bytes=4 * BIG), "float32", peaks)
     assert point is not None and point.bound == "memory" and 0 < point.floor_ms < point.sol_ms
 
 
@@ -179,8 +179,8 @@ def test_verdicts_carry_compile_baselines_and_the_roofline() -> None:
     assert verdict.status == "correct", verdict.reason
     assert set(verdict.speedups) == {"eager", "compile"}
     for config in verdict.configs:
-        assert config.baselines["compile"]["time_ms"] > 0 and config.roofline is not None
-        assert config.timing and config.timing["method"].startswith("cupti")
+        assert (config.baselines["compile"].time_ms or 0) > 0 and config.roofline is not None
+        assert config.timing and config.timing.method.startswith("cupti")
     print({name: round(value, 2) for name, value in verdict.speedups.items()}, verdict.notes)
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 import torch
 
+from cudasmith.harness.messages import OutputRef
 from cudasmith.harness.transfer import (
     SHM_DIR,
     Exporter,
@@ -45,7 +47,7 @@ def test_a_reference_to_another_workers_file_is_refused() -> None:
     with pytest.raises(TransferError, match="not this worker's"):
         import_outputs(references, "someone-else", "cpu")
     with pytest.raises(TransferError, match="not this worker's"):
-        import_outputs([{**references[0], "name": "../etc/passwd"}], exporter.token, "cpu")
+        import_outputs([replace(references[0], name="../etc/passwd")], exporter.token, "cpu")
     exporter.release()
 
 
@@ -53,7 +55,7 @@ def test_a_size_that_does_not_match_the_header_is_refused() -> None:
     exporter = Exporter("t" + os.urandom(4).hex())
     (reference,) = exporter.export([torch.randn(8)])
     with pytest.raises(TransferError, match="size does not match"):
-        import_outputs([{**reference, "shape": [16]}], exporter.token, "cpu")
+        import_outputs([replace(reference, shape=[16])], exporter.token, "cpu")
     exporter.release()
 
 
@@ -65,7 +67,7 @@ def test_a_link_planted_in_place_of_an_output_is_not_followed(tmp_path: os.PathL
         file.write(b"\0" * 32)
     os.symlink(secret, target)
     try:
-        reference = {"kind": "shm", "name": target.name, "nbytes": 32, "dtype": "float32", "shape": [8]}
+        reference = OutputRef("float32", [8], "shm", 32, name=target.name)
         with pytest.raises(TransferError, match="cannot be opened"):
             import_outputs([reference], token, "cpu")
     finally:
@@ -74,9 +76,8 @@ def test_a_link_planted_in_place_of_an_output_is_not_followed(tmp_path: os.PathL
 
 
 def test_unknown_kinds_and_dtypes_are_refused() -> None:
+    # (A reference that is not one at all never gets here: the judge reads replies by type, test_messages.py.)
     with pytest.raises(TransferError):
-        import_outputs([{"kind": "pickle", "dtype": "float32", "shape": [1]}], "x", "cpu")
+        import_outputs([OutputRef("float32", [1], "pickle")], "x", "cpu")  # type: ignore[arg-type]
     with pytest.raises(TransferError, match="dtype"):
-        import_outputs([{"kind": "shm", "dtype": "object", "shape": [1]}], "x", "cpu")
-    with pytest.raises(TransferError):
-        import_outputs({"not": "a list"}, "x", "cpu")
+        import_outputs([OutputRef("object", [1], "shm")], "x", "cpu")

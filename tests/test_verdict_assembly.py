@@ -12,6 +12,8 @@ from rich.console import Console
 
 from cudasmith.harness.assemble import apply_baselines, finish, imprecise
 from cudasmith.harness.baselines import BaselineTime
+from cudasmith.harness.results import Timing
+from cudasmith.harness.roofline import ConfigDescription
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
 from cudasmith.report.leaderboard import print_run_details
@@ -28,17 +30,17 @@ NOISY_MS = [0.6, 1.4, 0.8, 1.2, 1.0]
 STEADY_MS = [1.0] * 20
 
 
-def summary(samples_ms: list[float], stop: str, scale: float = 1.0, plan: TimingPlan = CPU_PLAN) -> dict:
-    """A measurement's summary as a worker sends it, from samples made up here."""
-    return Measurement([s * scale for s in samples_ms], "perf_counter", plan, stop=stop).summary()
+def summary(samples_ms: list[float], stop: str, scale: float = 1.0, plan: TimingPlan = CPU_PLAN) -> Timing:
+    """A measurement as the judge keeps it, from samples made up here."""
+    return Timing.of(Measurement([s * scale for s in samples_ms], "perf_counter", plan, stop=stop))
 
 
-def timed(index: int, candidate: dict, eager: dict) -> ConfigResult:
+def timed(index: int, candidate: Timing, eager: Timing) -> ConfigResult:
     """A correct config with the candidate's and eager's times, as timing one config leaves it."""
     result = ConfigResult(index, {"n": index}, False, seeds_checked=3, rel_err=1e-7)
     result.timing, result.baseline_timing = candidate, eager
-    result.time_ms, result.time_ci95_ms = candidate["median_ms"], candidate["ci95_ms"]
-    result.baseline_ms = eager["median_ms"]
+    result.time_ms, result.time_ci95_ms = candidate.median_ms, candidate.ci95_ms
+    result.baseline_ms = eager.median_ms
     result.speedup = result.baseline_ms / result.time_ms
     return result
 
@@ -48,7 +50,10 @@ def judged(results: list[ConfigResult]) -> Verdict:
     verdict = Verdict(Status.CORRECT, "", "t", "s.py", "cpu")
     for result in results:
         eager = BaselineTime("eager", measurement=result.baseline_timing)
-        apply_baselines(result, {"eager": eager}, {}, "float32", None, f"config {result.index}", verdict.note)
+        described = ConfigDescription()
+        apply_baselines(
+            result, {"eager": eager}, described, "float32", None, f"config {result.index}", verdict.note
+        )
     finish(verdict, results)
     return verdict
 
@@ -138,7 +143,7 @@ def test_a_forced_small_time_cap_makes_a_real_verdict_warn() -> None:
         verdict = judge.judge(SOLUTIONS / "vector_add_cpu.py")
     assert verdict.status == "correct", verdict.reason
     (config,) = verdict.configs
-    assert config.timing is not None and config.timing["stop"] == "time cap"
+    assert config.timing is not None and config.timing.stop == "time cap"
     assert config.noisy and config.speedup_ci95 is not None
     assert any(
         note.startswith("config 0 {'n': 65537}: noisy timing, stopped at the time cap")

@@ -62,25 +62,9 @@ def build_environment(target: str | None) -> dict[str, str]:
 def build(job: Job, scratch: Path, target: str | None, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResult:
     """Import the candidate in a sandboxed CPU worker, so that what it compiles is cached for its judged
     worker. `target`: the GPU's NVRTC target (sm_90a), None when the candidates run on the CPU."""
-    from cudasmith.harness.process import WorkerFailure, WorkerProcess
+    from cudasmith.harness.builds import build_ahead
 
     started = time.monotonic()
     problem = job.problem.load(scratch)
-    solution = job.solution_file(scratch)
-    setup = {
-        "role": "candidate",
-        "problem": str(problem.path),
-        "device": "cpu",
-        "defences": True,
-        "tolerance": problem.tolerance,
-    }
-    worker = WorkerProcess(setup, env=build_environment(target))
-    try:
-        request = {"op": "load", "solution": str(solution.resolve()), "allowed_torch_ops": "all"}
-        reply, _ = worker.request(request, timeout_s, "building the solution ahead")
-        ok, reason = bool(reply.get("ok")), str(reply.get("reason", ""))
-    except WorkerFailure as failure:
-        ok, reason = False, failure.reason
-    finally:
-        worker.close()
+    ok, reason = build_ahead(problem, job.solution_file(scratch), build_environment(target), timeout_s)
     return BuildResult(ok, round(time.monotonic() - started, 3), reason)

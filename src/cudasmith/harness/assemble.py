@@ -4,11 +4,11 @@ overall status and reason. Pure functions of their arguments: no worker is asked
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.baselines import BASELINES, BaselineTime
-from cudasmith.harness.roofline import roofline
+from cudasmith.harness.results import Timing
+from cudasmith.harness.roofline import ConfigDescription, roofline
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict, geometric_mean, overall_status
 from cudasmith.timing.protocol import NOISE_TARGET_STOP
 from cudasmith.wording import plural
@@ -17,7 +17,7 @@ from cudasmith.wording import plural
 def apply_baselines(
     result: ConfigResult,
     baselines: dict[str, BaselineTime],
-    described: dict,
+    described: ConfigDescription,
     dtype: str | None,
     peaks: DevicePeaks | None,
     label: str,
@@ -38,41 +38,39 @@ def apply_baselines(
             result.baselines[name] = entry
             note(f"{BASELINES[name]} not timed on {label}: {measured.error}")
             continue
-        baseline_ms = measured.measurement["median_ms"]
-        entry["speedup"] = baseline_ms / result.time_ms if result.time_ms > 0 else None
-        entry["sol_pct"] = point.sol_pct(baseline_ms) if point else None
+        baseline_ms = measured.measurement.median_ms
+        entry.speedup = baseline_ms / result.time_ms if result.time_ms > 0 else None
+        entry.sol_pct = point.sol_pct(baseline_ms) if point else None
         result.baselines[name] = entry
         if measured.drift:
             note(f"{BASELINES[name]} on {label} {measured.drift}")
-        if point is not None and (point.impossible(baseline_ms) or (entry["sol_pct"] or 0) > 100):
+        if point is not None and (point.impossible(baseline_ms) or (entry.sol_pct or 0) > 100):
             beyond_light = True
             note(
-                f"{BASELINES[name]} on {label} ran at {entry['sol_pct']:.0f}% of speed of light: the device's "
+                f"{BASELINES[name]} on {label} ran at {entry.sol_pct or 0:.0f}% of speed of light: the device's "
                 "measured peaks look underestimated"
             )
     if point is None:
         return beyond_light, None
-    result.roofline = point.to_dict()
+    result.roofline = point
     result.sol_pct = point.sol_pct(result.time_ms)
     impossible = point.impossible(result.time_ms)
     return beyond_light, f"{label}: {impossible}" if impossible else None
 
 
-def imprecise(measurement: dict[str, Any] | None) -> bool:
-    """A measurement (timing.protocol.Measurement.summary()) that stopped, on its time cap or its sample
-    cap, before its median was known to its plan's noise target."""
-    if not measurement:
+def imprecise(measurement: Timing | None) -> bool:
+    """A measurement that stopped, on its time cap or its sample cap, before its median was known to its
+    plan's noise target."""
+    if measurement is None or measurement.plan is None:
         return False
-    target = (measurement.get("plan") or {}).get("target_rel_stderr")
-    noise = measurement.get("rel_stderr")
-    if target is None or not isinstance(noise, int | float):
-        return False
-    return measurement.get("stop") != NOISE_TARGET_STOP and noise > target
+    return (
+        measurement.stop != NOISE_TARGET_STOP and measurement.rel_stderr > measurement.plan.target_rel_stderr
+    )
 
 
-def _interval_text(measurement: dict[str, Any]) -> str:
-    low, high = measurement["ci95_ms"]
-    return f"{measurement['median_ms']:.4g} ms (95% interval {low:.4g} to {high:.4g} ms)"
+def _interval_text(measurement: Timing) -> str:
+    low, high = measurement.ci95_ms
+    return f"{measurement.median_ms:.4g} ms (95% interval {low:.4g} to {high:.4g} ms)"
 
 
 def _speedup_range(result: ConfigResult, label: str, note: Callable[[str], None]) -> None:
@@ -81,7 +79,7 @@ def _speedup_range(result: ConfigResult, label: str, note: Callable[[str], None]
     candidate, eager = result.timing, result.baseline_timing
     if not candidate or not eager or not result.speedup:
         return
-    (time_low, time_high), (eager_low, eager_high) = candidate["ci95_ms"], eager["ci95_ms"]
+    (time_low, time_high), (eager_low, eager_high) = candidate.ci95_ms, eager.ci95_ms
     if time_low <= 0:
         return
     result.speedup_ci95 = [eager_low / time_high, eager_high / time_low]
@@ -91,11 +89,12 @@ def _speedup_range(result: ConfigResult, label: str, note: Callable[[str], None]
     if not noisy:
         return
     first = next(iter(noisy.values()))
-    noise = ", ".join(f"{who} ±{m['rel_stderr']:.1%}" for who, m in noisy.items())
+    noise = ", ".join(f"{who} ±{m.rel_stderr:.1%}" for who, m in noisy.items())
     low, high = result.speedup_ci95
+    target = first.plan.target_rel_stderr if first.plan is not None else 0.0
     note(
-        f"{label}: noisy timing, stopped at the {first['stop'] or 'cap'} short of the "
-        f"±{first['plan']['target_rel_stderr']:.1%} noise target ({noise}): the candidate "
+        f"{label}: noisy timing, stopped at the {first.stop or 'cap'} short of the "
+        f"±{target:.1%} noise target ({noise}): the candidate "
         f"{_interval_text(candidate)}, {BASELINES['eager']} {_interval_text(eager)}; speedup "
         f"{result.speedup:.2f}x, {low:.2f}x to {high:.2f}x"
     )
@@ -129,7 +128,7 @@ def finish(verdict: Verdict, results: list[ConfigResult], early: tuple[Status, s
         low, high = geometric_mean([r[0] for r in ranges]), geometric_mean([r[1] for r in ranges])
         verdict.speedup_ci95 = None if low is None or high is None else [low, high]
     for name in BASELINES:
-        ratios = [r.baselines[name].get("speedup") for r in results if name in r.baselines]
+        ratios = [r.baselines[name].speedup for r in results if name in r.baselines]
         if (mean := geometric_mean([x for x in ratios if x])) is not None:
             verdict.speedups[name] = mean
     shared = [r for r in results if r.own_share is not None and r.time_ms]

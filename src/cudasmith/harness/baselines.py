@@ -14,18 +14,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from cudasmith.errors import UsageError
-from cudasmith.harness.messages import TimeSpec
+from cudasmith.harness.messages import Failed, LoadProblem, Time, TimeSpec
 from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.results import BaselineEntry, PreviousTime, Timing
 from cudasmith.harness.verdict import Status
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
+from cudasmith.tasks.problem import Config
 from cudasmith.timestamps import now_iso
 
 if TYPE_CHECKING:
@@ -93,13 +95,13 @@ class BaselineTime:
     """One baseline on one config as this session measured it (or why it could not)."""
 
     name: str
-    measurement: dict[str, Any] | None = None
+    measurement: Timing | None = None
     error: str | None = None
     measured_at: str = ""
     measured_monotonic: float = 0.0
     candidates_since: int = 0
     # The same baseline from an earlier session (never used for a speedup): median and when.
-    previous: dict[str, Any] | None = None
+    previous: PreviousTime | None = None
     drift: str | None = None
     history_ms: list[float] = field(default_factory=list)
     # The window it was timed in (lease.py): a time from a shared window gives no speedup.
@@ -107,26 +109,23 @@ class BaselineTime:
 
     @property
     def median_ms(self) -> float | None:
-        return self.measurement["median_ms"] if self.measurement else None
+        return self.measurement.median_ms if self.measurement else None
 
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> BaselineEntry:
         """What a verdict says of it: time, interval, method, how and when it was measured."""
         if self.measurement is None:
-            return {"error": self.error or "not timed"}
-        found = {
-            "time_ms": self.measurement["median_ms"],
-            "ci95_ms": self.measurement["ci95_ms"],
-            "method": self.measurement["method"],
-            "measured": "in this session, by the candidates' protocol",
-            "measured_at": self.measured_at,
-            "times_measured": len(self.history_ms),
-            "exclusive": self.window is None or self.window.exclusive,
-        }
-        if self.previous is not None:
-            found["previous_session"] = self.previous
-        if self.drift is not None:
-            found["drift"] = self.drift
-        return found
+            return BaselineEntry(error=self.error or "not timed")
+        return BaselineEntry(
+            time_ms=self.measurement.median_ms,
+            ci95_ms=self.measurement.ci95_ms,
+            method=self.measurement.method,
+            measured="in this session, by the candidates' protocol",
+            measured_at=self.measured_at,
+            times_measured=len(self.history_ms),
+            exclusive=self.window is None or self.window.exclusive,
+            previous_session=self.previous,
+            drift=self.drift,
+        )
 
 
 class SessionBaselines:
@@ -136,7 +135,7 @@ class SessionBaselines:
         self,
         start_worker: Callable[[], WorkerProcess],
         names: tuple[str, ...],
-        identity: dict[str, Any],
+        identity: str,
     ) -> None:
         self._start_worker = start_worker
         self.names = names
@@ -149,7 +148,7 @@ class SessionBaselines:
         """Start the baseline worker and its load now, without waiting (it starts beside the candidates)."""
         if self._worker is None or not self._worker.alive:
             self._worker = self._start_worker()
-            self._load_id = self._worker.send({"op": "load"})
+            self._load_id = self._worker.send(LoadProblem())
 
     def _ready(self) -> WorkerProcess:
         """The baseline worker with the problem loaded (started now if it is not running)."""
@@ -159,20 +158,19 @@ class SessionBaselines:
         if self._load_id is not None:
             load_id, self._load_id = self._load_id, None
             try:
-                reply, _ = worker.wait(load_id, PROBLEM_LOAD_TIMEOUT_S, "loading the problem for baselines")
+                reply = worker.wait(load_id, PROBLEM_LOAD_TIMEOUT_S, "loading the problem for baselines")
             except WorkerFailure:
                 self.close()
                 raise
-            if not reply.get("ok"):
+            if isinstance(reply, Failed):
                 self.close()
                 raise WorkerFailure(
-                    Status.parse(reply.get("status"), Status.RUNTIME_ERROR),
-                    reply.get("reason", "failed to load"),
+                    Status.parse(reply.status, Status.RUNTIME_ERROR), reply.reason or "failed to load"
                 )
         return worker
 
-    def _path(self, name: str, config: dict[str, Any]) -> Path:
-        key = content_key(json.dumps(config, sort_keys=True), name, json.dumps(self.identity, sort_keys=True))
+    def _path(self, name: str, config: Config) -> Path:
+        key = content_key(json.dumps(config, sort_keys=True), name, self.identity)
         return cache_dir("baselines") / f"{key}.json"
 
     def _stale(self, found: BaselineTime) -> bool:
@@ -181,18 +179,16 @@ class SessionBaselines:
             or time.monotonic() - found.measured_monotonic >= DRIFT_EVERY_S
         )
 
-    def previous_ms(self, config: dict[str, Any]) -> float | None:
+    def previous_ms(self, config: Config) -> float | None:
         """Eager PyTorch's time from an earlier session, if kept: a seed for call limits, nothing more."""
         kept = self._kept(self._path("eager", config))
-        return float(kept["median_ms"]) if kept is not None else None
+        return kept.time_ms if kept is not None else None
 
-    def _kept(self, path: Path) -> dict[str, Any] | None:
+    def _kept(self, path: Path) -> PreviousTime | None:
         """A cached baseline time the judge wrote (one failing its MAC is not used), or None."""
         try:
             kept = unseal(json.loads(path.read_text()), BASELINE_PURPOSE)
-            return (
-                {"median_ms": float(kept["median_ms"]), "measured_at": kept["measured_at"]} if kept else None
-            )
+            return PreviousTime(float(kept["median_ms"]), str(kept["measured_at"])) if kept else None
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -222,37 +218,33 @@ class SessionBaselines:
         if before is not None:
             result.history_ms = list(before.history_ms)
             result.previous = before.previous
-        request = {"op": "time", "time": {**spec.to_dict(), "baseline": name, "checks": 0}}
+        request = Time(replace(spec, baseline=name, checks=0))
         try:
             worker = self._ready()
             reply, result.window = hold.window(
                 worker,
-                lambda: worker.request(request, BASELINE_TIMEOUT_S, what)[0],
-                lambda reply: bool(reply.get("ok")),
+                lambda: worker.request(request, BASELINE_TIMEOUT_S, what),
+                lambda reply: not isinstance(reply, Failed),
             )
         except WorkerFailure as failure:
             self.close()
             result.error = str(failure)
             return result
-        if not reply.get("ok"):
-            result.error = reply.get("reason", "failed")
+        if isinstance(reply, Failed):
+            result.error = reply.reason or "failed"
             return result
-        measurement = reply["measurement"]
+        measurement = Timing.of(reply.measurement, result.window.exclusive)
         result.measurement = measurement
         result.measured_at = now_iso()
         result.measured_monotonic = time.monotonic()
-        result.history_ms.append(measurement["median_ms"])
+        result.history_ms.append(measurement.median_ms)
         if before is not None and before.measurement is not None:
             result.drift = _drift(before.measurement, measurement)
         path = self._path(name, spec.config)
-        if result.previous is None and (kept := self._kept(path)) is not None:
-            result.previous = {"time_ms": kept["median_ms"], "measured_at": kept["measured_at"]}
-        if (
-            measurement.get("rel_stderr", 1.0) <= NOISY_REL_STDERR
-            and result.window is not None
-            and result.window.exclusive
-        ):
-            kept = {"median_ms": measurement["median_ms"], "measured_at": result.measured_at}
+        if result.previous is None:
+            result.previous = self._kept(path)
+        if measurement.rel_stderr <= NOISY_REL_STDERR and result.window.exclusive:
+            kept = {"median_ms": measurement.median_ms, "measured_at": result.measured_at}
             write_atomically(path, json.dumps(seal(kept, BASELINE_PURPOSE)).encode())
         return result
 
@@ -263,14 +255,14 @@ class SessionBaselines:
             self._worker = None
 
 
-def _drift(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+def _drift(before: Timing, after: Timing) -> str | None:
     """How far a baseline moved between two measurements of this session, when beyond noise."""
-    old, new = before["median_ms"], after["median_ms"]
+    old, new = before.median_ms, after.median_ms
     if old <= 0:
         return None
     change = new / old - 1
-    low_old, high_old = before["ci95_ms"]
-    low_new, high_new = after["ci95_ms"]
+    low_old, high_old = before.ci95_ms
+    low_new, high_new = after.ci95_ms
     overlap = low_new <= high_old and low_old <= high_new
     if abs(change) > DRIFT_TOLERANCE and not overlap:
         return (

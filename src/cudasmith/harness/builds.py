@@ -1,16 +1,23 @@
-"""Builds that a solution leaves to its first call: a build is a build wherever it happens.
+"""Builds: those a solution leaves to its first call, and building a solution ahead of its judging.
 
-A build at import is part of loading the solution, and one in ModelNew's constructor has the load
+A build is a build wherever it happens. A build at import is part of loading the solution, and one in ModelNew's constructor has the load
 allowance of its own (correctness.construct). A solution may also build lazily, inside forward or a
 helper it calls (`load_inline` on the first call, say): then the first call gets the load allowance on
 top of its own limit rather than the call limit alone, and is never timed (timing warms up first). The
 source says whether it builds lazily: a call of a build function inside a function other than the
 constructor. Triton's JIT compiles on the first call too, in seconds: the first call's extra covers it.
+Building ahead (exec/prebuild.py) imports the solution in a worker without a GPU, so that its judged
+worker finds what it compiles in the build cache.
 """
 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
+
+from cudasmith.harness.messages import Failed, LoadSolution, WorkerSetup
+from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.tasks.problem import Problem
 
 # Calls that build kernels, by the last part of their dotted name.
 BUILD_CALLS = frozenset(
@@ -56,3 +63,19 @@ def lazy_build(source: str) -> str | None:
             if isinstance(node, ast.Call) and (name := _name(node.func)) in BUILD_CALLS:
                 return f"{name} in {function.name}"
     return None
+
+
+def build_ahead(problem: Problem, solution: Path, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+    """Import a solution in a sandboxed candidate worker on the CPU (supervisor, memory limit, no network,
+    the audit hook; `env` says which GPU to build for), so that what its import compiles lands in the
+    build cache for its judged worker: whether it went, and why not."""
+    setup = WorkerSetup("candidate", str(problem.path), "cpu", True, problem.tolerance)
+    worker = WorkerProcess(setup, env=env)
+    try:
+        request = LoadSolution(str(solution.resolve()), "all")
+        reply = worker.request(request, timeout_s, "building the solution ahead")
+    except WorkerFailure as failure:
+        return False, failure.reason
+    finally:
+        worker.close()
+    return (False, reply.reason) if isinstance(reply, Failed) else (True, "")

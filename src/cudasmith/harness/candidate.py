@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,25 @@ from cudasmith.harness.calls import (
     timing_input_sets,
 )
 from cudasmith.harness.gpu_only import cuda_on_cpu, needs_gpu
-from cudasmith.harness.messages import InputSpec, TimeSpec
+from cudasmith.harness.messages import (
+    Ack,
+    Construct,
+    Constructed,
+    Finish,
+    InputSpec,
+    LoadSolution,
+    Ping,
+    Prepare,
+    Prepared,
+    Ran,
+    Release,
+    Run,
+    Time,
+    TimedCheck,
+    TimeSpec,
+    WorkerSetup,
+)
+from cudasmith.harness.messages import Timed as TimedReply
 from cudasmith.harness.observe import KernelAudit, OpAudit, OwnKernels, audit_kernels, audit_ops
 from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.recording import EVERY_THREAD, Observation, RecordingLost
@@ -45,7 +64,6 @@ from cudasmith.tasks.parameters import NO_PARAMETERS, draw_into, drawn_values, h
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
 from cudasmith.timing.measure import measure
-from cudasmith.timing.protocol import TimingPlan
 
 # A kernel's name in a reason is cut to this many characters (C++ template names run to thousands).
 KERNEL_NAME_CHARS = 160
@@ -107,11 +125,11 @@ def _with_file_rules(
 class Candidate:
     """State of one candidate's worker: the problem, the solution, one model per config, the guard."""
 
-    def __init__(self, setup: dict[str, Any]) -> None:
-        self.device: str = setup["device"]
-        self.problem_path = Path(setup["problem"])
-        self.defences: bool = setup.get("defences", True)
-        self.exporter = Exporter(setup["token"])
+    def __init__(self, setup: WorkerSetup) -> None:
+        self.device = setup.device
+        self.problem_path = Path(setup.problem)
+        self.defences = setup.defences
+        self.exporter = Exporter(setup.token)
         self.problem = load_module(self.problem_path, "problem")
         self.solution_path: Path | None = None
         self.solution: Any = None
@@ -132,10 +150,20 @@ class Candidate:
         self.exposed: list[torch.Tensor] = []
         # On a GPU with defences: the kernel that marks, on the caller's stream, where forward returned.
         self.returned: ReturnMarker | None = None
+        self.handlers: dict[type, Any] = {
+            Ping: lambda request: Ack(),  # answered once the worker's imports are done
+            Prepare: lambda request: self.prepare(),
+            LoadSolution: self.load,
+            Construct: self.construct,
+            Run: self.run,
+            Time: self.time,
+            Release: lambda request: self.release(),
+            Finish: lambda request: self.finish(),
+        }
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def prepare(self) -> dict[str, Any]:
+    def prepare(self) -> Prepared:
         """Everything that can happen before the solution is known: CUDA context, timing tools, profiler."""
         # The reference is exact fp32; a candidate that wants TF32 must say so through the tolerance.
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -153,18 +181,18 @@ class Candidate:
             observation.stop()
             if self.device.startswith("cuda"):
                 self.returned = ReturnMarker()
-        return {"ok": True, "device_name": device_name(self.device)}
+        return Prepared(device_name(self.device))
 
-    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+    def load(self, request: LoadSolution) -> Ack:
         """Install the guard, take the snapshot, import the solution."""
-        self.solution_path = Path(request["solution"])
+        self.solution_path = Path(request.solution)
         set_build_environment(self.solution_path, self.device)
-        allowed = request.get("allowed_torch_ops", [])
+        allowed = request.allowed_torch_ops
         self.all_ops_allowed = allowed == "all"
         self.extra_allowed = frozenset() if self.all_ops_allowed else frozenset(allowed)
         if self.defences:
             # Where the parent found the solution (it is judged from a copy): its folder is the solution's.
-            origin = Path(request.get("origin") or self.solution_path)
+            origin = Path(request.origin or self.solution_path)
             self.findings = audit.install(self.problem_path, origin, threads=EVERY_THREAD)
             self.snapshot = Snapshot()
             roots = audit.trusted_roots((self.problem_path,), origin)
@@ -181,7 +209,7 @@ class Candidate:
             # As much a solution that cannot be loaded as one that does not parse.
             raise CandidateFault(Status.COMPILE_ERROR, "the solution defines no class ModelNew")
         self.check("while importing the solution", full=True)
-        return {"ok": True}
+        return Ack()
 
     def check(self, when: str, full: bool = False) -> None:
         """Refuse a candidate that reached for the judge, replaced its functions, left threads, modes or
@@ -223,10 +251,14 @@ class Candidate:
             return Status.REJECTED, violation
         return classify(exc, self.solution_path)
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> Ack:
         self.check("at the end", full=True)
         self.exporter.release()
-        return {"ok": True}
+        return Ack()
+
+    def release(self) -> Ack:
+        self.exporter.release()
+        return Ack()
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -257,16 +289,15 @@ class Candidate:
         draw_into(model, drawn_values(reference, spec.init_seed), order)
         return None
 
-    def construct(self, request: dict[str, Any]) -> dict[str, Any]:
+    def construct(self, request: Construct) -> Constructed:
         """Build ModelNew for one config (its constructor's builds included), under the load allowance."""
-        spec = InputSpec.from_dict(request["input"])
+        spec = request.input
         self._model(spec)
-        return {
-            "ok": True,
-            "seconds": self.built_s[spec.config_index],
-            "parameters_drawn": spec.parameters and self.parameters[spec.config_index] is None,
-            "parameters_reason": self.parameters[spec.config_index] if spec.parameters else None,
-        }
+        return Constructed(
+            self.built_s[spec.config_index],
+            parameters_drawn=spec.parameters and self.parameters[spec.config_index] is None,
+            parameters_reason=self.parameters[spec.config_index] if spec.parameters else None,
+        )
 
     def _inputs(self, spec: InputSpec) -> list[Any]:
         return spec_inputs(self.problem, spec, self.device)
@@ -299,23 +330,23 @@ class Candidate:
                 "(PyTorch's or a library's: ATen, cuBLAS, cuDNN, cuFFT, Inductor, or a CUDA graph of them)",
             )
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: Run) -> Ran:
         """One call on one input set; the outputs are exported for the judge."""
-        spec = InputSpec.from_dict(request["input"])
+        spec = request.input
         inputs = self._inputs(spec)
         model = self._model(spec)
-        perturbation = clock.fresh_seed() if request.get("fresh_perturbation") else None
+        perturbation = clock.fresh_seed() if request.fresh_perturbation else None
         if perturbation is not None:  # drawn now: nothing in any process knew it before this call
             perturb.perturb_inputs(inputs, perturbation)
         if not self.defences:
             with torch.no_grad():
                 output = model(*inputs)
             self._sync()
-            return {"ok": True, "outputs": self.exporter.export(as_outputs(output, self.device))}
+            return Ran(self.exporter.export(as_outputs(output, self.device)), perturb=perturbation)
         copies = pristine(inputs)
         self.exposed = input_tensors(inputs)
         if self.device.startswith("cuda"):
-            poison_free_gpu_memory(request.get("poison_bytes", 0))
+            poison_free_gpu_memory(request.poison_bytes)
         observation = Observation(self.device.startswith("cuda"))
         caller = torch.cuda.current_stream() if self.returned is not None else None
         observation.start()
@@ -349,19 +380,14 @@ class Candidate:
             raise CandidateFault(Status.REJECTED, race)
         check_unmodified(inputs, copies, "by forward")
         outputs = as_outputs(output, self.device)
-        return {
-            "ok": True,
-            "outputs": self.exporter.export(outputs),
-            "torch_ops": dict(ops.compute),
-            "own_ns": kernels.own_ns,
-            "gpu_ns": kernels.total_ns,
-            "perturb": perturbation,
-        }
+        return Ran(
+            self.exporter.export(outputs), dict(ops.compute), kernels.own_ns, kernels.total_ns, perturbation
+        )
 
-    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+    def time(self, request: Time) -> TimedReply:
         """Time forward over rotating input sets, each call's inputs perturbed afresh; keep the outputs of
         calls chosen at random for the judge to re-check."""
-        spec = TimeSpec.from_dict(request["time"])
+        spec = request.time
         model = self._model(spec)
         input_sets = timing_input_sets(self.problem, spec, self.device)
         copies = [pristine(inputs) for inputs in input_sets] if self.defences else []
@@ -389,7 +415,7 @@ class Candidate:
             with torch.no_grad():
                 if observation is not None:
                     self._floor_calls(input_sets[0])
-                measurement = measure(run, len(input_sets), self.device, TimingPlan(**spec.plan), hooks)
+                measurement = measure(run, len(input_sets), self.device, spec.plan, hooks)
         finally:
             recorded = _stop(observation) if observation is not None else ([], [], 0)
         self.check("while timing", full=True)
@@ -407,25 +433,19 @@ class Candidate:
         ops = audit_ops(cpu_events, self.marker, self.marker + FLOOR_SUFFIX) if observed else OpAudit()
         kernels = audit_kernels(measurement.work, self.own) if self.defences and self.own else KernelAudit()
         self._enforce(ops, kernels, "in timed calls")
-        summary = measurement.summary()
-        summary.pop("work", None)
         # On the CPU, unobserved (defences off) the share is not known.
         own_share = kernels.own_share() if gpu else ops.own_share()
         outputs = [o for *_, kept in hooks.kept for o in kept]
-        return {
-            "ok": True,
-            "measurement": summary,
-            "input_sets": len(input_sets),
-            "checks": [
-                {"call": sample, "set": index, "perturb": seed, "n_outputs": len(kept)}
-                for sample, index, seed, kept in hooks.kept
-            ],
-            "outputs": self.exporter.export(outputs),
-            "own_share": own_share,
-            "library_kernels": [_short(name) for name, _ in kernels.library.most_common(5)],
-            "torch_ops": dict(ops.compute),
-            "compute_ns": ops.compute_ns,
-        }
+        return TimedReply(
+            replace(measurement, work={}),  # what ran is judged here, not sent
+            input_sets=len(input_sets),
+            checks=[TimedCheck(sample, index, seed, len(kept)) for sample, index, seed, kept in hooks.kept],
+            outputs=self.exporter.export(outputs),
+            own_share=own_share,
+            library_kernels=[_short(name) for name, _ in kernels.library.most_common(5)],
+            torch_ops=dict(ops.compute),
+            compute_ns=ops.compute_ns,
+        )
 
     def _floor_calls(self, inputs: list[Any]) -> None:
         """Calls of a module that returns its first input, marked as the solution's calls are: what a call
@@ -444,24 +464,3 @@ class Candidate:
                 return model(*input_sets[index])
 
         return run
-
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        if op == "ping":  # answered once the worker's imports are done
-            return {"ok": True}
-        if op == "prepare":
-            return self.prepare()
-        if op == "load":
-            return self.load(request)
-        if op == "construct":
-            return self.construct(request)
-        if op == "run":
-            return self.run(request)
-        if op == "time":
-            return self.time(request)
-        if op == "release":
-            self.exporter.release()
-            return {"ok": True}
-        if op == "finish":
-            return self.finish()
-        raise ValueError(f"unknown request {op!r}")

@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from cudasmith.harness.results import Mismatch, WrongValue
+
 # The candidate may be this many times less accurate than the reference implementation in the task dtype.
 CALIBRATION_FACTOR = 10.0
 # Per-dtype floors. rtol is relative to each element; atol is relative to the output's RMS (so that
@@ -41,7 +43,7 @@ class Comparison:
     reason: str
     rel_err: float = 0.0
     max_abs_err: float = 0.0
-    report: dict[str, Any] | None = None
+    report: Mismatch | None = None
     # Whether KernelBench's own check (kernelbench_allclose) passes on the same outputs; None where it
     # does not apply (a problem's validator decides).
     kernelbench: bool | None = None
@@ -77,20 +79,19 @@ def _special_class(t: torch.Tensor) -> torch.Tensor:
     return cls
 
 
+def _value(element: torch.Tensor) -> float:
+    """One element of an exactly compared output (integers, booleans) as a number a report carries."""
+    return float(element.item())
+
+
 def _compare_exact(candidate: torch.Tensor, reference: torch.Tensor) -> Comparison:
     wrong = candidate != reference
     count = int(wrong.sum())
     if count == 0:
         return Comparison(True, "exact match")
     where = _positions(wrong, reference.shape)
-    report = {
-        "mismatched": count,
-        "of": reference.numel(),
-        "first": [
-            {"index": i, "expected": reference[tuple(i)].item(), "got": candidate[tuple(i)].item()}
-            for i in where
-        ],
-    }
+    first = [WrongValue(i, _value(reference[tuple(i)]), _value(candidate[tuple(i)])) for i in where]
+    report = Mismatch(count, reference.numel(), first)
     return Comparison(
         False, f"{count} of {reference.numel()} values differ (first at {where[0]})", 1.0, 0, report
     )
@@ -111,14 +112,15 @@ def _compare_special(
     where = _positions(special_wrong, reference.shape)
     names = {0: "finite", 1: "NaN", 2: "+inf", 3: "-inf"}
     first = tuple(where[0])
-    report = {
-        "mismatched": count,
-        "first": where,
-        "got_nan": int(torch.isnan(got).sum()),
-        "expected_nan": int(torch.isnan(truth).sum()),
-        "got_inf": int(torch.isinf(got).sum()),
-        "expected_inf": int(torch.isinf(truth).sum()),
-    }
+    report = Mismatch(
+        count,
+        reference.numel(),
+        [WrongValue(i) for i in where],
+        got_nan=int(torch.isnan(got).sum()),
+        expected_nan=int(torch.isnan(truth).sum()),
+        got_inf=int(torch.isinf(got).sum()),
+        expected_inf=int(torch.isinf(truth).sum()),
+    )
     return Comparison(
         False,
         f"{count} positions are NaN/Inf where the reference is not, or the reverse "
@@ -182,22 +184,16 @@ def compare(
         full_wrong[finite] = elem_wrong
     where = _positions(full_wrong, reference.shape)
     worst = int(torch.argmax(diff / allowed.clamp_min(torch.finfo(torch.float64).tiny)))
-    report = {
-        "mismatched": int(elem_wrong.sum()),
-        "of": reference.numel(),
-        "rel_err": rel_err,
-        "rel_err_allowed": norm_allowed,
-        "reference_own_rel_err": own_rel_err,
-        "max_abs_err": max_abs,
-        "first": [
-            {"index": i, "expected": truth[tuple(i)].item(), "got": got[tuple(i)].item()} for i in where
-        ],
-        "worst": {
-            "expected": truth_f[worst].item(),
-            "got": got_f[worst].item(),
-            "allowed": allowed[worst].item(),
-        },
-    }
+    report = Mismatch(
+        int(elem_wrong.sum()),
+        reference.numel(),
+        [WrongValue(i, truth[tuple(i)].item(), got[tuple(i)].item()) for i in where],
+        rel_err=rel_err,
+        rel_err_allowed=norm_allowed,
+        reference_own_rel_err=own_rel_err,
+        max_abs_err=max_abs,
+        worst=WrongValue([], truth_f[worst].item(), got_f[worst].item(), allowed[worst].item()),
+    )
     if elem_wrong.any():
         i = where[0]
         reason = (

@@ -17,15 +17,16 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cudasmith.harness.builds import lazy_build
-from cudasmith.harness.messages import InputSpec
+from cudasmith.harness.messages import Construct, Failed, InputSpec, Run
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.verdict import ConfigResult, Status, Verdict
+from cudasmith.harness.roofline import ConfigDescription
+from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Status, Verdict
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.parameters import NO_PARAMETERS
-from cudasmith.tasks.problem import Problem
+from cudasmith.tasks.problem import Config, Problem
 from cudasmith.wording import plural
 
 if TYPE_CHECKING:
@@ -46,16 +47,16 @@ UNCHECKABLE = (
 BUILD_NOTE_S = 1.0
 
 
-def config_bytes(described: dict[str, Any]) -> float:
+def config_bytes(described: ConfigDescription) -> float:
     """Inputs plus outputs of a described config (unknown ones count as large)."""
-    if "input_bytes" not in described:
+    if described.input_bytes is None:
         return float("inf")
-    return float(described.get("input_bytes", 0) + described.get("output_bytes", 0))
+    return float(described.input_bytes + (described.output_bytes or 0))
 
 
 def select_configs(
-    problem: Problem, descriptions: list[dict[str, Any]], device: str
-) -> tuple[list[tuple[int, dict[str, Any], bool]], list[dict[str, Any]]]:
+    problem: Problem, descriptions: list[ConfigDescription], device: str
+) -> tuple[list[tuple[int, Config, bool]], list[SkippedConfig]]:
     """Configs to run (index, config, hidden) and those skipped with why; on the GPU every one runs."""
     everything = [(i, c, h) for i, (c, h) in enumerate(problem.all_configs())]
     if device.startswith("cuda"):
@@ -66,8 +67,8 @@ def select_configs(
         size = config_bytes(described)
         if size > CPU_MAX_CONFIG_BYTES and size != float("inf"):
             return f"{size / 2**20:.0f} MiB of inputs and outputs"
-        if described.get("flops", 0) > CPU_MAX_CONFIG_FLOPS:
-            return f"{described['flops'] / 1e9:.1f} GFLOP"
+        if (described.flops or 0) > CPU_MAX_CONFIG_FLOPS:
+            return f"{(described.flops or 0) / 1e9:.1f} GFLOP"
         return None
 
     selected, skipped = [], []
@@ -80,7 +81,7 @@ def select_configs(
                 selected.append((index, config, is_hidden))
             else:
                 shown = "hidden" if is_hidden else config
-                skipped.append({"index": index, "config": shown, "reason": f"too large for the CPU ({why})"})
+                skipped.append(SkippedConfig(index, shown, f"too large for the CPU ({why})"))
     return selected, skipped
 
 
@@ -100,8 +101,8 @@ class Step:
 
 
 def cascade(
-    selected: list[tuple[int, dict[str, Any], bool]],
-    descriptions: list[dict[str, Any]],
+    selected: list[tuple[int, Config, bool]],
+    descriptions: list[ConfigDescription],
     secret: int,
     seeds_per_config: int,
     drawn: bool,
@@ -113,7 +114,7 @@ def cascade(
     config on its first input set perturbed afresh in the candidate's worker."""
     by_size = sorted(selected, key=lambda item: config_bytes(descriptions[item[0]]))
 
-    def spec(index: int, config: dict[str, Any], sample: int | None) -> InputSpec:
+    def spec(index: int, config: Config, sample: int | None) -> InputSpec:
         init = derive_seed(secret, "init", index)
         if sample is None:
             seed = derive_seed(secret, "drawn", index)
@@ -145,25 +146,24 @@ def construct(
     never a call); record how long it took and whether the judge's drawn parameters reached it (configs
     where Model's parameters could not be drawn into ModelNew's go into `undrawn`)."""
     what = f"constructing ModelNew for {name} (builds included: --load-time-limit gives it more)"
-    request = {"op": "construct", "input": spec.to_dict()}
     try:
-        reply, _ = candidate.request(request, judge.options.load_timeout_s, what)
+        reply = candidate.request(Construct(spec), judge.options.load_timeout_s, what)
     except WorkerFailure as failure:
         result.status, result.reason = failure.status, str(failure)
         return False
-    if not reply.get("ok"):
-        result.status = Status.parse(reply.get("status"))
-        result.reason = f"{name}: constructing ModelNew: {reply.get('reason', '')}"
-        verdict.artifacts.setdefault("traceback", str(reply.get("traceback", "")))
+    if isinstance(reply, Failed):
+        result.status = reply.verdict_status
+        result.reason = f"{name}: constructing ModelNew: {reply.reason}"
+        verdict.artifacts.setdefault("traceback", reply.traceback)
         return False
-    seconds = float(reply.get("seconds") or 0.0)
+    seconds = reply.seconds
     verdict.build_s = round((verdict.build_s or 0.0) + seconds, 3)
     if seconds > BUILD_NOTE_S:
         verdict.note(
             f"ModelNew's constructor took {seconds:.1f} s on {name} (a build: not a call, never timed)"
         )
-    result.parameters_drawn = bool(reply.get("parameters_drawn"))
-    why_not = reply.get("parameters_reason")
+    result.parameters_drawn = reply.parameters_drawn
+    why_not = reply.parameters_reason
     if result.parameters_drawn:
         verdict.parameters = "drawn by the judge, the same values for Model and ModelNew"
     elif why_not == NO_PARAMETERS:
@@ -175,7 +175,7 @@ def construct(
     return True
 
 
-def label(index: int, config: dict[str, Any], hidden: bool, problem: Problem) -> str:
+def label(index: int, config: Config, hidden: bool, problem: Problem) -> str:
     if hidden:
         return f"hidden config #{index - len(problem.configs)}"
     return f"config {index} {config}" if config else f"config {index}"
@@ -214,19 +214,17 @@ def check_candidate(
                 return False
             constructed.add(step.index)
         spec = replace(step.spec, parameters=result.parameters_drawn)
-        reference = judge.reference(spec, name)
-        if reference.get("float64_reason"):
+        reference = judge.oracle.reference(spec, name)
+        if reference.float64_reason:
+            verdict.note(f"no float64 reference ({reference.float64_reason}); judged against the task dtype")
+        if step.drawn and reference.drawn_skip:
             verdict.note(
-                f"no float64 reference ({reference['float64_reason']}); judged against the task dtype"
-            )
-        if step.drawn and reference.get("drawn_skip"):
-            verdict.note(
-                f"{DRAWN} skipped on {label(step.index, config, step.hidden, problem)}: {reference['drawn_skip']}"
+                f"{DRAWN} skipped on {label(step.index, config, step.hidden, problem)}: {reference.drawn_skip}"
             )
             continue
-        if reference.get("degenerate") and not step.drawn:
+        if reference.degenerate and not step.drawn:
             verdict.note(
-                f"the problem's own inputs make the output trivial on {name}: {reference['degenerate']}"
+                f"the problem's own inputs make the output trivial on {name}: {reference.degenerate}"
             )
         limit = judge.call_limit(step.index) + (options.first_call_extra_s if first_call else 0.0)
         what = f"running {name}" + (
@@ -239,25 +237,18 @@ def check_candidate(
             limit += options.load_timeout_s
             what = f"running {name} (the first call, {builds} building: --load-time-limit gives it more)"
         called.add(step.index)
-        if reference.get("zero_answer"):
+        if reference.zero_answer:
             if step.index in undrawn:
                 result.status, result.reason = Status.INCORRECT, f"{name}: {UNCHECKABLE}"
                 return False
-            verdict.note(
-                f"the answer on {name} is {reference['zero_answer']}: errors are judged on that scale"
-            )
-        request = {
-            "op": "run",
-            "input": spec.to_dict(),
-            "poison_bytes": judge.output_bytes(step.index),
-            "fresh_perturbation": step.fresh,
-        }
+            verdict.note(f"the answer on {name} is {reference.zero_answer}: errors are judged on that scale")
+        request = Run(spec, judge.output_bytes(step.index), fresh_perturbation=step.fresh)
         started = time.monotonic()
         try:
             # A call is a step of the timing lease: a timing window waits for it to end. A first call
             # that builds is not (a window would wait out a build): its worker is paused instead.
             with nullcontext() if builds else judge.lease.step():
-                reply, _ = candidate.request(request, limit, what)
+                reply = candidate.request(request, limit, what)
         except WorkerFailure as failure:
             result.status, result.reason = failure.status, str(failure)
             return False
@@ -268,38 +259,38 @@ def check_candidate(
                 f"the first call builds ({builds}): it took {seconds:.1f} s on {name}, under the load allowance"
             )
         first_call = False
-        if not reply.get("ok"):
-            result.status = Status.parse(reply.get("status"))
-            result.reason = f"{name}: {reply.get('reason', '')}"
-            verdict.artifacts.setdefault("traceback", str(reply.get("traceback", "")))
+        if isinstance(reply, Failed):
+            result.status = reply.verdict_status
+            result.reason = f"{name}: {reply.reason}"
+            verdict.artifacts.setdefault("traceback", reply.traceback)
             return False
-        for op, count in (reply.get("torch_ops") or {}).items():
-            verdict.torch_ops[op] = max(int(count), verdict.torch_ops.get(op, 0))
+        for op, count in reply.torch_ops.items():
+            verdict.torch_ops[op] = max(count, verdict.torch_ops.get(op, 0))
         if step.fresh:
-            spec = replace(spec, perturb=int(reply["perturb"]))  # the reference is computed only now
-        comparison = judge.compare([(spec, reply.get("outputs"))], candidate.token)[0]
+            if reply.perturb is None:
+                result.status = Status.REJECTED
+                result.reason = f"{name}: the worker did not say how it perturbed the inputs"
+                return False
+            spec = replace(spec, perturb=reply.perturb)  # the reference is computed only now
+        comparison = judge.oracle.compare([(spec, reply.outputs)], candidate.token)[0]
         # The fresh step is a defence, not a measurement: its inputs cannot be drawn again, so the input sets
         # counted and the errors reported (the same again with --seed) are the seeded ones'; it still fails
         # a candidate that does not match there.
         result.seeds_checked += 0 if step.fresh else 1
-        if "transfer" in comparison:
-            result.status, result.reason = (
-                Status.REJECTED,
-                f"{name}: the outputs could not be read ({comparison['transfer']})",
-            )
+        if comparison.transfer is not None:
+            result.status = Status.REJECTED
+            result.reason = f"{name}: the outputs could not be read ({comparison.transfer})"
             return False
-        if (
-            comparison.get("kernelbench") is not None
-        ):  # KernelBench's check holds only if it holds on every set
-            result.kernelbench_tolerance = result.kernelbench_tolerance is not False and bool(
-                comparison["kernelbench"]
+        if comparison.kernelbench is not None:  # KernelBench's check holds only if it holds on every set
+            result.kernelbench_tolerance = (
+                result.kernelbench_tolerance is not False and comparison.kernelbench
             )
-        if not step.fresh or not comparison["ok"]:
-            result.rel_err = max(result.rel_err or 0.0, comparison["rel_err"])
-            result.max_abs_err = max(result.max_abs_err or 0.0, comparison["max_abs_err"])
-        if not comparison["ok"]:
-            result.status, result.reason = Status.INCORRECT, f"{name}: {comparison['reason']}"
-            result.mismatch = comparison.get("report")
+        if not step.fresh or not comparison.ok:
+            result.rel_err = max(result.rel_err or 0.0, comparison.rel_err)
+            result.max_abs_err = max(result.max_abs_err or 0.0, comparison.max_abs_err)
+        if not comparison.ok:
+            result.status, result.reason = Status.INCORRECT, f"{name}: {comparison.reason}"
+            result.mismatch = comparison.report
             return False
     for result in results.values():
         result.reason = f"matches on {plural(result.seeds_checked, 'input set')} (worst rel_err {result.rel_err or 0:.1e})"

@@ -122,6 +122,8 @@ class TimingLease:
             hold.release()
             with self._cond:
                 self._holder = None
+                # What was timed ran until now: the next hold's settling counts from here.
+                self._last_step_end = time.monotonic()
                 self._cond.notify_all()
 
 
@@ -181,7 +183,11 @@ class Hold:
                 watched, trusted = self._watched(timed)
                 mark = self.lease.probe.begin(watched)
                 result = run()
-                check = self.lease.probe.check(mark, {timed.status("worker_pid")}, watched, trusted)
+                # Processes that appeared meanwhile are watched too (all their time is the window's).
+                after, trusted_after = self._watched(timed)
+                watched = [*watched, *(pid for pid in after if pid not in watched)]
+                own = {timed.status("worker_pid")}
+                check = self.lease.probe.check(mark, own, watched, trusted | trusted_after)
                 if check.shared and measured(result) and retimed < MAX_RETIMES:
                     retimed += 1
                     continue

@@ -6,9 +6,12 @@ sentence: how large the config is, how much a worker may use, and how to let it 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cudasmith.wording import byte_size
+
+if TYPE_CHECKING:
+    from cudasmith.harness.roofline import ConfigDescription
 
 # The option of `cudasmith eval` that sets EvalOptions.memory_limit_bytes (in GiB).
 MEMORY_LIMIT_OPTION = "--memory-limit"
@@ -21,13 +24,13 @@ def over_limit(limit_bytes: int) -> str:
     )
 
 
-def too_large(name: str, described: dict[str, Any] | None, limit_bytes: int) -> str:
+def too_large(name: str, described: ConfigDescription | None, limit_bytes: int) -> str:
     """The reference went over the limit on config `name` (described with its input and output bytes, when
     known): one sentence with the config's size, the limit and the option."""
     size = ""
-    if described and "input_bytes" in described:
+    if described is not None and described.input_bytes is not None:
         size = (
-            f" ({byte_size(described['input_bytes'])} in, {byte_size(described.get('output_bytes'))} out,"
+            f" ({byte_size(described.input_bytes)} in, {byte_size(described.output_bytes)} out,"
             " and the reference's float64 copies)"
         )
     return (

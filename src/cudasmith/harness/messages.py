@@ -1,13 +1,29 @@
-"""What the parent asks its workers, as types: which inputs to run, and what to time.
+"""What the parent and its workers say to each other, as types: the setup, each request and its reply.
 
-They cross the pipes as JSON (`to_dict`/`from_dict`); replies stay plain JSON objects built by the
-workers and read by the parent, which checks each field it uses.
+Each crosses a pipe as a JSON header (protocol.py), written and read by wire.py, which checks every field
+of a reply against its type: replies come from processes that run candidate code. A request names its
+`op` and the type of its reply; a worker answers through a table of handlers, one per request type
+(worker.py), and a request that fails there is answered with a `Failed` instead.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, get_args
+
+from cudasmith.device import DevicePeaks
+from cudasmith.harness.results import Mismatch
+from cudasmith.harness.roofline import ConfigDescription
+from cudasmith.harness.verdict import Status
+from cudasmith.harness.wire import JsonObject, MalformedMessage, from_wire, to_wire
+from cudasmith.tasks.problem import Config
+from cudasmith.timing.protocol import Measurement, TimingPlan
+
+# Sizes (dimensions, byte counts) a reply may name: what fits a signed 64-bit integer, as torch's do.
+MAX_SIZE = 2**63
+
+# -- what to run --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -15,7 +31,7 @@ class InputSpec:
     """One input set of one config: enough for any worker to make the same tensors on the same device."""
 
     config_index: int
-    config: dict[str, Any]
+    config: Config
     init_seed: int
     input_seed: int
     # The harness's own inputs (signed, wider range) instead of the problem's.
@@ -30,27 +46,19 @@ class InputSpec:
         """What identifies the reference outputs of this input set."""
         return (self.config_index, self.init_seed, self.input_seed, self.drawn, self.perturb, self.parameters)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InputSpec:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
 class TimeSpec:
     """Timing one config: the input sets to rotate through, the plan, and how many outputs to keep."""
 
     config_index: int
-    config: dict[str, Any]
+    config: Config
     init_seed: int
     input_seeds: tuple[int, ...]
-    plan: dict[str, Any]
+    plan: TimingPlan
     checks: int = 0
     # For a reference worker: which baseline to time ("eager", "compile", …).
     baseline: str = "eager"
-    extra: dict[str, Any] = field(default_factory=dict)
     # Module parameters drawn by the judge, as the config's correctness checks had them.
     parameters: bool = False
 
@@ -65,11 +73,366 @@ class TimeSpec:
             parameters=self.parameters,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["input_seeds"] = list(self.input_seeds)
-        return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TimeSpec:
-        return cls(**{**data, "input_seeds": tuple(data["input_seeds"])})
+@dataclass(frozen=True)
+class WorkerSetup:
+    """A worker's first message: its role, the problem, the device, and the token of its outputs' names."""
+
+    role: Literal["candidate", "reference"]
+    problem: str
+    device: str
+    defences: bool = True
+    tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
+    token: str = ""
+
+
+# -- replies ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ack:
+    """Done, with nothing to say."""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A request that failed in the worker: its status and reason (`harness`: the judge's own worker
+    failed, not a candidate)."""
+
+    status: str
+    reason: str = ""
+    traceback: str = ""
+    compile_log: str = ""
+    harness: bool = False
+
+    @property
+    def verdict_status(self) -> Status:
+        """The status as a verdict's (one that is not a status at all is a forged reply: rejected)."""
+        return Status.parse(self.status)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate worker ready for its solution, on the named device."""
+
+    device_name: str
+
+
+@dataclass(frozen=True)
+class Constructed:
+    """ModelNew built for a config: how long its constructor took, and whether the judge's parameters
+    reached it (why not, when they did not)."""
+
+    seconds: float
+    parameters_drawn: bool = False
+    parameters_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class OutputRef:
+    """Where the judge finds one output (transfer.py): CUDA IPC, a shared-memory file, or nothing (empty)."""
+
+    dtype: str
+    shape: list[int]
+    kind: Literal["empty", "cuda_ipc", "shm"]
+    nbytes: int = 0
+    # CUDA IPC: the allocation's handle (hex), the output's offset into it, the allocation's size.
+    handle: str = ""
+    offset: int = 0
+    allocation: int = 0
+    # Shared memory: the file's name in /dev/shm.
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        # Sizes a tensor can have: a forged reference is refused where it is read, not where it is used.
+        if any(
+            not 0 <= number < MAX_SIZE for number in (*self.shape, self.nbytes, self.offset, self.allocation)
+        ):
+            raise ValueError(f"sizes out of range in an output reference: {self.shape}, {self.nbytes} bytes")
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One call's exported outputs and what ran inside it (PyTorch operators; GPU time, own and all)."""
+
+    outputs: list[OutputRef]
+    torch_ops: dict[str, int] = field(default_factory=dict)
+    own_ns: int = 0
+    gpu_ns: int = 0
+    # The fresh perturbation the inputs had (Run.fresh_perturbation), for the reference computed after.
+    perturb: int | None = None
+
+
+@dataclass(frozen=True)
+class TimedCheck:
+    """A timed call whose outputs were kept: its sample, its input set and perturbation, its outputs."""
+
+    call: int
+    set: int
+    perturb: int
+    n_outputs: int
+
+    def __post_init__(self) -> None:
+        if self.call < 0 or self.set < 0 or self.n_outputs < 0:
+            raise ValueError("a timed call's sample, input set and output count are never negative")
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A measurement (rebuilt from its raw samples: the statistics are the parent's) and, for a candidate,
+    the kept outputs of timed calls and what ran in them."""
+
+    measurement: Measurement
+    input_sets: int = 0
+    checks: list[TimedCheck] = field(default_factory=list)
+    outputs: list[OutputRef] = field(default_factory=list)
+    own_share: float | None = None
+    library_kernels: list[str] = field(default_factory=list)
+    torch_ops: dict[str, int] = field(default_factory=dict)
+    compute_ns: int = 0
+
+    def __post_init__(self) -> None:
+        # The judge computes the statistics from the samples: there must be some, and each a time.
+        samples = self.measurement.samples_ms
+        if not samples or not all(math.isfinite(s) and s >= 0 for s in samples):
+            raise ValueError("a measurement needs samples, each a finite time")
+
+
+@dataclass(frozen=True)
+class ProblemLoaded:
+    """The judge's worker ready: the device's name, its calibrated launch cost, and the GPU's UUID."""
+
+    device_name: str
+    launch_us: float | None = None
+    gpu_uuid: str | None = None
+
+
+@dataclass(frozen=True)
+class Described:
+    """Each config's size and work, in the order asked."""
+
+    configs: list[ConfigDescription]
+
+
+@dataclass(frozen=True)
+class ReferenceNotes:
+    """One input set's reference, computed (or found): what was noticed about it."""
+
+    n_outputs: int
+    seconds: float = 0.0
+    degenerate: str | None = None
+    float64_reason: str | None = None
+    zero_answer: str | None = None
+    drawn_skip: str | None = None
+    call_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """One input set's outputs against the reference (`transfer`: why they could not be read)."""
+
+    ok: bool
+    reason: str = ""
+    rel_err: float = 0.0
+    max_abs_err: float = 0.0
+    report: Mismatch | None = None
+    transfer: str | None = None
+    # KernelBench's own check of the same outputs (check.kernelbench_allclose); None where it does not apply.
+    kernelbench: bool | None = None
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One result per input set compared, in the order asked."""
+
+    results: list[ComparisonResult]
+
+
+@dataclass(frozen=True)
+class PeaksMeasured:
+    """The device's peaks (bandwidth, FLOP rates), measured or read from the cache."""
+
+    peaks: DevicePeaks
+
+
+# -- requests -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Answered once the worker's imports are done."""
+
+    op: ClassVar[str] = "ping"
+    reply: ClassVar[type] = Ack
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """A candidate worker's CUDA context, timing tools and profiler, before any solution is known."""
+
+    op: ClassVar[str] = "prepare"
+    reply: ClassVar[type] = Prepared
+
+
+@dataclass(frozen=True)
+class LoadSolution:
+    """Install the guard, take the snapshot, import the solution."""
+
+    op: ClassVar[str] = "load_solution"
+    reply: ClassVar[type] = Ack
+    solution: str
+    allowed_torch_ops: Literal["all"] | list[str] = field(default_factory=list)
+    # Where the parent found the solution, when the worker is given a copy (its scratch folder's): the
+    # solution's own folder for the audit.
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class Construct:
+    """Build ModelNew for one config, its constructor's builds included."""
+
+    op: ClassVar[str] = "construct"
+    reply: ClassVar[type] = Constructed
+    input: InputSpec
+
+
+@dataclass(frozen=True)
+class Run:
+    """One call on one input set, its outputs exported for the judge."""
+
+    op: ClassVar[str] = "run"
+    reply: ClassVar[type] = Ran
+    input: InputSpec
+    # Freed device memory to poison before the call: the size of the outputs.
+    poison_bytes: int = 0
+    # Perturb the inputs just before the call, from fresh entropy drawn in the worker (correctness.py).
+    fresh_perturbation: bool = False
+
+
+@dataclass(frozen=True)
+class Time:
+    """Time one config (a candidate, or a reference worker's baseline)."""
+
+    op: ClassVar[str] = "time"
+    reply: ClassVar[type] = Timed
+    time: TimeSpec
+
+
+@dataclass(frozen=True)
+class Release:
+    """Let go of the last outputs exported."""
+
+    op: ClassVar[str] = "release"
+    reply: ClassVar[type] = Ack
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The last checks; the answer carries the count of messages sent, compared by the parent."""
+
+    op: ClassVar[str] = "finish"
+    reply: ClassVar[type] = Ack
+
+
+@dataclass(frozen=True)
+class Exit:
+    """Stop serving (not answered)."""
+
+    op: ClassVar[str] = "exit"
+    reply: ClassVar[type] = Ack
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    """Load the problem in the judge's worker: the device named, its launch cost calibrated."""
+
+    op: ClassVar[str] = "load_problem"
+    reply: ClassVar[type] = ProblemLoaded
+
+
+@dataclass(frozen=True)
+class Describe:
+    """Each config's size and work, from the reference on meta tensors."""
+
+    op: ClassVar[str] = "describe"
+    reply: ClassVar[type] = Described
+    configs: list[Config]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference outputs of one input set, computed once per session and kept."""
+
+    op: ClassVar[str] = "reference"
+    reply: ClassVar[type] = ReferenceNotes
+    input: InputSpec
+
+
+@dataclass(frozen=True)
+class CompareItem:
+    """One input set and the outputs a candidate exported for it."""
+
+    input: InputSpec
+    outputs: list[OutputRef]
+
+
+@dataclass(frozen=True)
+class Compare:
+    """A candidate's exported outputs against the reference, per input set; `token`: the candidate
+    worker's, which its shared-memory files must carry."""
+
+    op: ClassVar[str] = "compare"
+    reply: ClassVar[type] = Compared
+    token: str
+    items: list[CompareItem]
+
+
+@dataclass(frozen=True)
+class MeasurePeaks:
+    """The device's peaks (`remeasure`: again, after a baseline beat them)."""
+
+    op: ClassVar[str] = "peaks"
+    reply: ClassVar[type] = PeaksMeasured
+    remeasure: bool = False
+
+
+Request = (
+    Ping
+    | Prepare
+    | LoadSolution
+    | Construct
+    | Run
+    | Time
+    | Release
+    | Finish
+    | Exit
+    | LoadProblem
+    | Describe
+    | Reference
+    | Compare
+    | MeasurePeaks
+)
+# Each request type by its op: how a worker reads a header.
+REQUESTS: dict[str, type] = {kind.op: kind for kind in get_args(Request)}
+
+
+def request_header(request: Request, request_id: int) -> JsonObject:
+    """A request as the header that carries it, with its op and the id its answer must carry."""
+    return {"op": request.op, **to_wire(request), "id": request_id}
+
+
+def read_request(header: Any) -> Request:
+    """The request a header holds (MalformedMessage for an unknown op or wrong fields)."""
+    kind = REQUESTS.get(header.get("op")) if isinstance(header, dict) else None
+    if kind is None:
+        raise MalformedMessage(
+            f"unknown request {header.get('op') if isinstance(header, dict) else header!r}"
+        )
+    return from_wire(kind, header)  # type: ignore[no-any-return]
+
+
+def read_reply(request: type, header: Any) -> Any:
+    """The reply to a request of type `request` a header holds: its reply type, or Failed."""
+    if isinstance(header, dict) and header.get("ok") is False:
+        return from_wire(Failed, header)
+    return from_wire(request.reply, header)  # type: ignore[attr-defined]

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
-from typing import Any
 
 from cudasmith.device import known_device
 from cudasmith.errors import UsageError
 from cudasmith.harness import sandbox
+from cudasmith.harness.wire import JsonObject
 from cudasmith.timing.protocol import L2_STATES
 
 # Each config is checked on this many independently drawn input sets.
@@ -145,14 +145,14 @@ class EvalOptions:
             return self.call_timeout_s
         return max(CALL_FLOOR_S, CALL_FACTOR * (reference_s or 0.0))
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> JsonObject:
         """The options as a run store keeps them (JSON; the secret seed has a column of its own)."""
         data = asdict(self)
         data.pop("seed")
         return data
 
     @classmethod
-    def from_stored(cls, data: dict[str, Any], seed: int | None) -> EvalOptions:
+    def from_stored(cls, data: JsonObject, seed: int | None) -> EvalOptions:
         """Options a run stored; fields this version no longer has (a run from an older one) are dropped."""
         known = {item.name for item in fields(cls)}
         values = {name: value for name, value in data.items() if name in known and name != "seed"}

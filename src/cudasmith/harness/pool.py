@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudasmith.harness.messages import Failed, Ping, Prepare
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.verdict import Status
 
@@ -47,7 +48,7 @@ class WorkerPool:
     def _spawn(self) -> _Starting:
         worker = self._start()
         self.started += 1
-        return _Starting(worker, ping=worker.send({"op": "ping"}))
+        return _Starting(worker, ping=worker.send(Ping()))
 
     def top_up(self) -> None:
         """Start workers until `size` are on their way (or `limit` were started)."""
@@ -62,13 +63,12 @@ class WorkerPool:
             worker.wait(entry.ping, START_TIMEOUT_S, "starting a worker")
             entry.ping_done = True
         if entry.ping_done and entry.prepare is None:
-            entry.prepare = worker.send({"op": "prepare"})
+            entry.prepare = worker.send(Prepare())
         if entry.prepare is not None and not entry.prepare_done and (block or worker.replies.poll(0)):
-            reply, _ = worker.wait(entry.prepare, START_TIMEOUT_S, "preparing a worker")
-            if not reply.get("ok"):
+            reply = worker.wait(entry.prepare, START_TIMEOUT_S, "preparing a worker")
+            if isinstance(reply, Failed):
                 raise WorkerFailure(
-                    Status.parse(reply.get("status"), Status.RUNTIME_ERROR),
-                    reply.get("reason", "prepare failed"),
+                    Status.parse(reply.status, Status.RUNTIME_ERROR), reply.reason or "prepare failed"
                 )
             entry.prepare_done = True
 

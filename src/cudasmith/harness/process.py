@@ -13,19 +13,29 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
-import torch
-
 from cudasmith.errors import UsageError
 from cudasmith.harness import protocol
 from cudasmith.harness.memory import over_limit
+from cudasmith.harness.messages import (
+    Exit,
+    Failed,
+    Finish,
+    LoadSolution,
+    Request,
+    WorkerSetup,
+    read_reply,
+    request_header,
+)
 from cudasmith.harness.scratch import Scratch
 from cudasmith.harness.supervisor import PARENT_ENV
 from cudasmith.harness.transfer import sweep_shared
 from cudasmith.harness.verdict import Status
+from cudasmith.harness.wire import JsonObject, MalformedMessage, to_wire
 from cudasmith.runtime import seal
 from cudasmith.runtime.cache import cache_root
 
@@ -165,7 +175,7 @@ class WorkerProcess:
 
     def __init__(
         self,
-        setup: dict[str, Any],
+        setup: WorkerSetup,
         memory_limit: int | None = None,
         gpu_index: int | None = None,
         env: dict[str, str] | None = None,
@@ -175,15 +185,15 @@ class WorkerProcess:
         reply_read, reply_write = os.pipe()
         status_read, status_write = os.pipe()
         self.token = secrets.token_hex(16)
-        self.role = setup["role"]
+        self.role = setup.role
         self.started = time.monotonic()
         self.memory_limit = memory_limit or default_memory_limit()
         # Candidate code runs confined to a scratch folder of its own (scratch.py, sandbox.py), which is also
         # its working folder: what it (or a library for it) writes by a relative path lands there.
         self.scratch = None
         if self.role == "candidate":
-            setup = {**setup, "problem": str(Path(setup["problem"]).resolve())}
-            self.scratch = Scratch(Path(setup["problem"]))
+            setup = replace(setup, problem=str(Path(setup.problem).resolve()))
+            self.scratch = Scratch(Path(setup.problem))
         env = {**(env or {}), **(self.scratch.env() if self.scratch is not None else {})}
         worker_fds = f"{request_read},{reply_write}"
         self.process = subprocess.Popen(
@@ -197,7 +207,7 @@ class WorkerProcess:
             stderr=subprocess.PIPE,
             start_new_session=True,
             cwd=self.scratch.root if self.scratch is not None else None,
-            env=_worker_env(self.token, self.role, setup.get("defences", True), gpu_index, env),
+            env=_worker_env(self.token, self.role, setup.defences, gpu_index, env),
         )  # fmt: skip
         for fd in (request_read, reply_write, status_write):
             os.close(fd)
@@ -205,7 +215,7 @@ class WorkerProcess:
         self.replies = Connection(reply_read, writable=False)
         self.stdout = OutputCapture(self.process.stdout)  # type: ignore[arg-type]
         self.stderr = OutputCapture(self.process.stderr)  # type: ignore[arg-type]
-        self._status_lines: list[dict[str, Any]] = []
+        self._status_lines: list[JsonObject] = []
         self._status_thread = threading.Thread(target=self._read_status, args=(status_read,), daemon=True)
         self._status_thread.start()
         self.received = 0
@@ -221,7 +231,11 @@ class WorkerProcess:
         self._stopped: list[int] = []
         self._paused_at: float | None = None
         self._paused_before_s = 0.0
-        protocol.send(self.requests, {**setup, "token": self.token})
+        # Each request sent and not yet answered, by id: what its answer must be.
+        self._expected: dict[int, type] = {}
+        # The worker's count of messages sent, as its last answer said (finish() compares it).
+        self._worker_sent: object = None
+        protocol.send(self.requests, to_wire(replace(setup, token=self.token)))
 
     def _read_status(self, fd: int) -> None:
         with os.fdopen(fd) as status:
@@ -233,15 +247,16 @@ class WorkerProcess:
         """A value the supervisor reported (worker_pid, network, filesystem, exit, over_memory…), or None."""
         return next((line[key] for line in self._status_lines if key in line), None)
 
-    def send(self, header: dict[str, Any]) -> int:
+    def send(self, request: Request) -> int:
         """Send a request without waiting; returns its id."""
         request_id = next(self._ids)
-        if header.get("op") == "load" and header.get("solution") and self.scratch is not None:
-            staged = self.scratch.stage(Path(header["solution"]))
-            header = {**header, "solution": str(staged), "origin": header["solution"]}
+        if isinstance(request, LoadSolution) and self.scratch is not None:
+            staged = self.scratch.stage(Path(request.solution))
+            request = replace(request, solution=str(staged), origin=request.solution)
         self.in_flight += 1
+        self._expected[request_id] = type(request)
         with contextlib.suppress(OSError):  # the worker is gone; wait() reports how
-            protocol.send(self.requests, {**header, "id": request_id})
+            protocol.send(self.requests, request_header(request, request_id))
         return request_id
 
     def _answered_within(self, timeout_s: float) -> bool:
@@ -255,8 +270,9 @@ class WorkerProcess:
             if self.replies.poll(min(left, WAIT_SLICE_S)):
                 return True
 
-    def wait(self, request_id: int, timeout_s: float, what: str) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The answer to one request, or a WorkerFailure after killing the worker."""
+    def wait(self, request_id: int, timeout_s: float, what: str) -> Any:
+        """The answer to one request, of the type its request names (messages.py), or messages.Failed;
+        a WorkerFailure (after killing the worker) when none came or it is not one."""
         if not self._answered_within(timeout_s):
             self.kill()
             raise WorkerFailure(
@@ -264,7 +280,7 @@ class WorkerProcess:
             )
         self.in_flight = max(0, self.in_flight - 1)
         try:
-            header, tensors = protocol.receive(self.replies)
+            header, _ = protocol.receive(self.replies)
         except EOFError:
             raise self._death(what) from None
         except protocol.ProtocolError as exc:
@@ -273,17 +289,20 @@ class WorkerProcess:
                 Status.REJECTED, f"garbage on the result channel while {what}: {exc}"
             ) from None
         self.received += 1
-        if header.get("id") != request_id:
+        if header.get("id") != request_id or request_id not in self._expected:
             self.kill()
             raise WorkerFailure(Status.REJECTED, f"an answer to a request never made arrived while {what}")
-        return header, tensors
+        self._worker_sent = header.get("sent")
+        try:
+            return read_reply(self._expected.pop(request_id), header)
+        except MalformedMessage as exc:
+            self.kill()
+            raise WorkerFailure(Status.REJECTED, f"a malformed answer while {what}: {exc}") from None
 
-    def request(
-        self, header: dict[str, Any], timeout_s: float, what: str
-    ) -> tuple[dict[str, Any], list[Any]]:
+    def request(self, request: Request, timeout_s: float, what: str) -> Any:
         """Send a request and wait for its answer (one request at a time, whichever thread asks)."""
         with self._request_lock:
-            return self.wait(self.send(header), timeout_s, what)
+            return self.wait(self.send(request), timeout_s, what)
 
     # -- pauses (see lease.py and pausing.py) -------------------------------------------------------
 
@@ -329,18 +348,16 @@ class WorkerProcess:
     def finish(self, timeout_s: float) -> None:
         """End the conversation: the worker's count of messages sent must equal ours of those received,
         and nothing may follow; raises WorkerFailure otherwise."""
-        reply, _ = self.request({"op": "finish"}, timeout_s, "finishing")
-        if reply.get("sent") != self.received:
+        reply = self.request(Finish(), timeout_s, "finishing")
+        if self._worker_sent != self.received:
             self.kill()
             raise WorkerFailure(
                 Status.REJECTED,
-                f"{self.received} answers arrived but the worker sent {reply.get('sent')}: forged results",
+                f"{self.received} answers arrived but the worker sent {self._worker_sent}: forged results",
             )
-        if not reply.get("ok"):
+        if isinstance(reply, Failed):
             self.kill()
-            raise WorkerFailure(
-                Status.parse(reply.get("status")), reply.get("reason", "the worker refused to finish")
-            )
+            raise WorkerFailure(reply.verdict_status, reply.reason or "the worker refused to finish")
 
     def _death(self, what: str) -> WorkerFailure:
         """Why the worker stopped answering, once the supervisor has reported."""
@@ -366,12 +383,20 @@ class WorkerProcess:
             Status.REJECTED, f"the solution ended the worker (exit code {code}) while {what}{hint}"
         )
 
+    def terminate(self) -> None:
+        """Kill the worker's processes now, from any thread: whoever waits for its answer hears that it
+        died (kill() then cleans up)."""
+        worker_pid = self.status("worker_pid")
+        if self.alive and worker_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker_pid, signal.SIGKILL)
+
     def kill(self) -> None:
         """Kill the worker and everything it started, and wait until they are gone."""
         if not self.alive:
             return
         self.alive = False
-        worker_pid = self._worker_pid()
+        worker_pid = self.wait_started()
         if worker_pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(worker_pid, signal.SIGKILL)
@@ -389,7 +414,8 @@ class WorkerProcess:
         if self.scratch is not None:
             self.scratch.remove()
 
-    def _worker_pid(self) -> int | None:
+    def wait_started(self) -> int | None:
+        """The worker's pid, once its supervisor has started it (None if the supervisor ended first)."""
         deadline = time.monotonic() + SUPERVISOR_GRACE_S
         while (
             self.status("worker_pid") is None and self.process.poll() is None and time.monotonic() < deadline
@@ -403,7 +429,7 @@ class WorkerProcess:
             return
         self.resume()  # a stopped worker cannot exit
         with contextlib.suppress(OSError):
-            protocol.send(self.requests, {"op": "exit"})
+            self.send(Exit())
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=EXIT_GRACE_S)
         self.kill()

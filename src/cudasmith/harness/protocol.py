@@ -10,9 +10,10 @@ import json
 import math
 from multiprocessing import BufferTooShort
 from multiprocessing.connection import Connection
-from typing import Any
 
 import torch
+
+from cudasmith.harness.wire import JsonObject
 
 # dtypes a tensor may have on the wire; anything else is refused.
 WIRE_DTYPES: dict[str, torch.dtype] = {
@@ -44,12 +45,12 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def tensor_spec(tensor: torch.Tensor) -> dict[str, Any]:
+def tensor_spec(tensor: torch.Tensor) -> JsonObject:
     """What the header says of one tensor."""
     return {"dtype": dtype_name(tensor.dtype), "shape": list(tensor.shape)}
 
 
-def send(conn: Connection, header: dict[str, Any], tensors: list[torch.Tensor] = ()) -> None:
+def send(conn: Connection, header: JsonObject, tensors: list[torch.Tensor] = ()) -> None:
     """Send one message; tensors may live on any device (they are copied to host memory first)."""
     payloads = []
     specs = []
@@ -62,7 +63,7 @@ def send(conn: Connection, header: dict[str, Any], tensors: list[torch.Tensor] =
         conn.send_bytes(payload)
 
 
-def _expected_bytes(spec: dict[str, Any]) -> tuple[torch.dtype, list[int], int]:
+def _expected_bytes(spec: JsonObject) -> tuple[torch.dtype, list[int], int]:
     dtype = WIRE_DTYPES.get(spec.get("dtype"))  # type: ignore[arg-type]
     shape = spec.get("shape")
     if dtype is None:
@@ -73,7 +74,7 @@ def _expected_bytes(spec: dict[str, Any]) -> tuple[torch.dtype, list[int], int]:
     return dtype, shape, math.prod(shape) * itemsize
 
 
-def receive(conn: Connection) -> tuple[dict[str, Any], list[torch.Tensor]]:
+def receive(conn: Connection) -> tuple[JsonObject, list[torch.Tensor]]:
     """Receive one message; raises ProtocolError on anything malformed and EOFError when the peer is gone."""
     raw = conn.recv_bytes(MAX_HEADER_BYTES)
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,26 @@ import torch
 from cudasmith.hardware import device_name
 from cudasmith.harness.calls import TimedCalls, spec_inputs, timing_input_sets
 from cudasmith.harness.check import Comparison, judge
-from cudasmith.harness.messages import InputSpec, TimeSpec
+from cudasmith.harness.messages import (
+    Compare,
+    Compared,
+    ComparisonResult,
+    Describe,
+    Described,
+    InputSpec,
+    LoadProblem,
+    MeasurePeaks,
+    PeaksMeasured,
+    ProblemLoaded,
+    ReferenceNotes,
+    Time,
+    Timed,
+    TimeSpec,
+    WorkerSetup,
+)
+from cudasmith.harness.messages import Reference as ReferenceRequest
 from cudasmith.harness.recording import Observation
+from cudasmith.harness.roofline import ConfigDescription
 from cudasmith.harness.scale import ZERO_ANSWER_OWN_ERROR, computation_scale
 from cudasmith.harness.transfer import TransferError, import_outputs
 from cudasmith.tasks import perturb
@@ -39,7 +57,6 @@ from cudasmith.tasks.parameters import draw_into, drawn_values
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
 from cudasmith.timing.measure import measure
-from cudasmith.timing.protocol import TimingPlan
 
 # Reference outputs kept on the device for the session, at most this share of its memory (or, on the
 # CPU, this many bytes); the least recently used go first.
@@ -58,7 +75,7 @@ class Reference:
     outputs: list[torch.Tensor]
     outputs64: list[torch.Tensor] | None
     inputs: list[Any] | None
-    notes: dict[str, Any]
+    notes: ReferenceNotes
     # Where the answer is zero up to round-off: the scale of the values the computation went through.
     scale: float | None = None
 
@@ -89,20 +106,28 @@ def _keep_memory_private() -> None:
 class ReferenceWorker:
     """The problem's Model: reference outputs, comparisons and baseline timings, on one device."""
 
-    def __init__(self, setup: dict[str, Any]) -> None:
+    def __init__(self, setup: WorkerSetup) -> None:
         _keep_memory_private()
-        self.device: str = setup["device"]
-        self.defences: bool = setup.get("defences", True)
-        self.problem = load_module(Path(setup["problem"]), "problem")
-        self.tolerance: dict[str, dict[str, float]] = setup.get("tolerance", {})
+        self.device = setup.device
+        self.defences = setup.defences
+        self.problem = load_module(Path(setup.problem), "problem")
+        self.tolerance = setup.tolerance
         self.models: dict[tuple[int, bool, bool], Any] = {}
         self.baselines: dict[tuple[str, int], Any] = {}
         self.cache: OrderedDict[tuple[Any, ...], Reference] = OrderedDict()
         self.cache_bytes = 0
         self.budget = CPU_CACHE_BYTES
         self.call_seconds: dict[int, float] = {}
+        self.handlers: dict[type, Any] = {
+            LoadProblem: lambda request: self.load(),
+            Describe: self.describe,
+            ReferenceRequest: self.reference,
+            Compare: self.compare,
+            Time: self.time,
+            MeasurePeaks: self.peaks,
+        }
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> ProblemLoaded:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         launch_us = None
@@ -119,15 +144,10 @@ class ReferenceWorker:
         else:
             gpu_uuid = None
         perturb.prepare(self.device)
-        return {
-            "ok": True,
-            "device_name": device_name(self.device),
-            "launch_us": launch_us,
-            "gpu_uuid": gpu_uuid,
-        }
+        return ProblemLoaded(device_name(self.device), launch_us, gpu_uuid)
 
-    def describe(self, configs: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"ok": True, "configs": [describe_config(self.problem, config) for config in configs]}
+    def describe(self, request: Describe) -> Described:
+        return Described([ConfigDescription(**describe_config(self.problem, c)) for c in request.configs])
 
     # -- reference outputs ---------------------------------------------------------------------
 
@@ -159,7 +179,7 @@ class ReferenceWorker:
         seconds = time.perf_counter() - started
         previous = self.call_seconds.get(spec.config_index)
         self.call_seconds[spec.config_index] = seconds if previous is None else min(previous, seconds)
-        notes: dict[str, Any] = {"degenerate": degeneracy(inputs, outputs), "seconds": seconds}
+        float64_reason = zero_answer = drawn_skip = None
         outputs64 = None
         try:
             candidate64 = self._call(self._model(spec, float64=True), to_float64(inputs))
@@ -167,15 +187,18 @@ class ReferenceWorker:
                 raise ValueError("float64 outputs have other shapes")
             outputs64 = candidate64
         except Exception as exc:
-            notes["float64_reason"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            float64_reason = f"{type(exc).__name__}: {str(exc)[:200]}"
         scale = None
         if outputs64 is not None and _own_error(outputs, outputs64) > ZERO_ANSWER_OWN_ERROR:
             model64, inputs64 = self._model(spec, float64=True), to_float64(inputs)
             scale = computation_scale(lambda: model64(*inputs64), input_tensors(inputs64))
-            notes["zero_answer"] = f"zero up to round-off (values on the way: RMS up to {scale:.3g})"
+            zero_answer = f"zero up to round-off (values on the way: RMS up to {scale:.3g})"
         if spec.drawn and scale is None:
-            notes["drawn_skip"] = self._drawn_skip(outputs, outputs64)
+            drawn_skip = self._drawn_skip(outputs, outputs64)
         keep_inputs = inputs if getattr(self.problem, "validate", None) is not None else None
+        notes = ReferenceNotes(
+            len(outputs), seconds, degeneracy(inputs, outputs), float64_reason, zero_answer, drawn_skip
+        )
         return Reference(outputs, outputs64, keep_inputs, notes, scale)
 
     @staticmethod
@@ -202,12 +225,10 @@ class ReferenceWorker:
             self.cache_bytes += reference.nbytes
         return reference
 
-    def reference(self, request: dict[str, Any]) -> dict[str, Any]:
+    def reference(self, request: ReferenceRequest) -> ReferenceNotes:
         """Compute (or find) one input set's reference outputs; say what was noticed about them."""
-        spec = InputSpec.from_dict(request["input"])
-        reference = self._reference(spec, keep=True)
-        return {"ok": True, "n_outputs": len(reference.outputs), **reference.notes,
-                "call_seconds": self.call_seconds.get(spec.config_index)}  # fmt: skip
+        reference = self._reference(request.input, keep=True)
+        return replace(reference.notes, call_seconds=self.call_seconds.get(request.input.config_index))
 
     def _judge(self, reference: Reference, outputs: list[torch.Tensor]) -> Comparison:
         validate = getattr(self.problem, "validate", None)
@@ -222,24 +243,29 @@ class ReferenceWorker:
             validate, host_inputs,
         )  # fmt: skip
 
-    def compare(self, request: dict[str, Any]) -> dict[str, Any]:
+    def compare(self, request: Compare) -> Compared:
         """Each listed input set: the candidate's exported outputs against the reference's."""
-        token = request["token"]
         results = []
-        for item in request["items"]:
-            spec = InputSpec.from_dict(item["input"])
+        for item in request.items:
+            spec = item.input
             try:
-                outputs = import_outputs(item["outputs"], token, self.device)
+                outputs = import_outputs(item.outputs, request.token, self.device)
             except TransferError as exc:
-                results.append({"ok": False, "transfer": str(exc)})
+                results.append(ComparisonResult(False, transfer=str(exc)))
                 continue
             reference = self._reference(spec, keep=spec.perturb is None)
-            comparison = self._judge(reference, outputs)
-            results.append({"ok": comparison.ok, "reason": comparison.reason, "rel_err": comparison.rel_err,
-                            "max_abs_err": comparison.max_abs_err, "report": comparison.report,
-                            "kernelbench": comparison.kernelbench})  # fmt: skip
+            judged = self._judge(reference, outputs)
+            result = ComparisonResult(
+                judged.ok,
+                judged.reason,
+                judged.rel_err,
+                judged.max_abs_err,
+                judged.report,
+                kernelbench=judged.kernelbench,
+            )
+            results.append(result)
             del outputs
-        return {"ok": True, "results": results}
+        return Compared(results)
 
     # -- baselines and peaks -------------------------------------------------------------------
 
@@ -257,9 +283,9 @@ class ReferenceWorker:
             self.baselines[key] = build_baseline(name, problem, expert, self._model(spec))
         return self.baselines[key]
 
-    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+    def time(self, request: Time) -> Timed:
         """Time one baseline on one config by the candidates' protocol (perturbed inputs included)."""
-        spec = TimeSpec.from_dict(request["time"])
+        spec = request.time
         callable_ = self._baseline(spec.baseline, spec)
         input_sets = timing_input_sets(self.problem, spec, self.device)
         hooks = TimedCalls(input_sets, self.device, 0, self.defences)
@@ -275,32 +301,13 @@ class ReferenceWorker:
             observation.start()
         try:
             with torch.no_grad():
-                measurement = measure(run, len(input_sets), self.device, TimingPlan(**spec.plan), hooks)
+                measurement = measure(run, len(input_sets), self.device, spec.plan, hooks)
         finally:
             if observation is not None:
                 observation.stop()
-        summary = measurement.summary()
-        summary.pop("work", None)
-        return {"ok": True, "measurement": summary}
+        return Timed(replace(measurement, work={}))
 
-    def peaks(self, request: dict[str, Any]) -> dict[str, Any]:
+    def peaks(self, request: MeasurePeaks) -> PeaksMeasured:
         from cudasmith.device.speed_of_light import ensure_peaks
 
-        peaks = ensure_peaks(self.device, remeasure=bool(request.get("remeasure")))
-        return {"ok": True, "peaks": peaks.to_dict()}
-
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        if op == "load":
-            return self.load()
-        if op == "describe":
-            return self.describe(request["configs"])
-        if op == "reference":
-            return self.reference(request)
-        if op == "compare":
-            return self.compare(request)
-        if op == "time":
-            return self.time(request)
-        if op == "peaks":
-            return self.peaks(request)
-        raise ValueError(f"unknown request {op!r}")
+        return PeaksMeasured(ensure_peaks(self.device, remeasure=request.remeasure))

@@ -13,10 +13,10 @@ the same FLOPs at consistent rates, and the floor never exceeds speed of light, 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
 
 from cudasmith.device import DevicePeaks
+from cudasmith.harness.wire import JsonObject
 
 # Measured peaks are what good kernels reach, not what the hardware could: on the GPU the best kernels
 # come within a few per cent of the measured bandwidth; a shared CPU's bandwidth depends on what else
@@ -24,6 +24,19 @@ from cudasmith.device import DevicePeaks
 PHYSICS_MARGIN = {"cuda": 1.25, "cpu": 4.0}
 # Tasks that name no dtype are judged at float32's FLOP rate (KernelBench's problems are float32).
 DEFAULT_DTYPE = "float32"
+
+
+@dataclass(frozen=True)
+class ConfigDescription:
+    """One config's size and work, from the reference on meta tensors (tasks.inputs.describe_config,
+    whose keys these are); `unknown` says why the reference could not run there."""
+
+    input_bytes: int | None = None
+    parameter_bytes: int | None = None
+    output_bytes: int | None = None
+    flops: int | None = None
+    bytes_moved: int | None = None
+    unknown: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,28 +70,34 @@ class Roofline:
             f"({self.bytes / 1e6:.3g} MB at {self.memory_gb_per_s:.0f} GB/s measured): impossible"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON form."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> Roofline:
+        """From the JSON form (a field it lacks, from a verdict of an older judge, reads as zero)."""
+        known = {item.name: data.get(item.name, 0.0) for item in fields(cls)}
+        return cls(
+            **{**known, "bound": str(data.get("bound", "")), "compute_tflops": data.get("compute_tflops")}
+        )
 
-def work_of(description: dict[str, Any]) -> tuple[float, float] | None:
+
+def work_of(description: ConfigDescription) -> tuple[float, float] | None:
     """FLOPs and bytes of a config from the reference's description; None when unknown.
 
     Bytes: the problem's bytes_moved(), else inputs and parameters read once plus outputs written once.
     """
-    if "bytes_moved" in description:
-        moved = float(description["bytes_moved"])
-    elif "input_bytes" in description and "output_bytes" in description:
-        moved = float(
-            description["input_bytes"] + description["output_bytes"] + description.get("parameter_bytes", 0)
-        )
+    if description.bytes_moved is not None:
+        moved = float(description.bytes_moved)
+    elif description.input_bytes is not None and description.output_bytes is not None:
+        moved = float(description.input_bytes + description.output_bytes + (description.parameter_bytes or 0))
     else:
         return None
-    return float(description.get("flops") or 0), moved
+    return float(description.flops or 0), moved
 
 
-def roofline(description: dict[str, Any], dtype: str | None, peaks: DevicePeaks) -> Roofline | None:
+def roofline(description: ConfigDescription, dtype: str | None, peaks: DevicePeaks) -> Roofline | None:
     """The roofline point of a config on a device; None when the config's work is unknown."""
     work = work_of(description)
     if work is None or peaks.memory_gb_per_s <= 0:

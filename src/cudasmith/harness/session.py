@@ -3,7 +3,7 @@
     with Judge(problem, EvalOptions(device="cuda")) as judge:
         for verdict in judge.judge_many(paths): ...
 
-What a session keeps is what candidates cannot touch: the judge's reference worker (reference outputs
+What a session keeps is what candidates cannot touch: the judge's reference worker (oracle.py: reference outputs
 computed once per input set under the session's secret seed, kept on the device; comparisons run there),
 the baseline worker and the baselines it timed, the device's peaks. What it starts ahead is what costs
 time but no trust: candidate workers with torch imported and a CUDA context made, each used for exactly
@@ -17,6 +17,7 @@ device's timing lease (lease.py), so no other process of the session runs while 
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import threading
@@ -26,34 +27,30 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from cudasmith.device import DevicePeaks, default_device, software_versions, usable_device
-from cudasmith.errors import HarnessError, UsageError
+from cudasmith.device import default_device, software_versions, usable_device
+from cudasmith.errors import UsageError
 from cudasmith.harness import sandbox
 from cudasmith.harness.assemble import finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.correctness import check_candidate, select_configs
 from cudasmith.harness.exclusive import gpu_probe
-from cudasmith.harness.lease import Hold, lease_for
-from cudasmith.harness.memory import too_large
-from cudasmith.harness.messages import InputSpec
-from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S, EvalOptions, Progress
+from cudasmith.harness.lease import lease_for
+from cudasmith.harness.messages import Failed, LoadSolution, WorkerSetup
+from cudasmith.harness.options import EvalOptions, Progress
+from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
+from cudasmith.harness.roofline import ConfigDescription
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timed import time_candidate
-from cudasmith.harness.verdict import ConfigResult, Status, Verdict
+from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Status, Verdict
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
-from cudasmith.tasks.problem import Problem
+from cudasmith.tasks.problem import Config, Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
-
-# The judge's own requests: computing and comparing outputs (float64 references of large configs take
-# seconds on a CPU); measuring the device (first time only). Loading the problem: PROBLEM_LOAD_TIMEOUT_S.
-JUDGE_CALL_TIMEOUT_S = 600.0
-PEAKS_TIMEOUT_S = 300.0
 
 
 def resolve_problem(
@@ -99,21 +96,14 @@ class Judge:
         self.lease_key = visible_gpu(options.gpu_index or 0, visible) if options.on_gpu else "cpu"
         self.lease = lease_for(self.lease_key)
         self._lock = threading.Lock()  # the session's own state, shared by the candidates in flight
-        self._judge = self._start_reference()
-        self._load_id = self._judge.send({"op": "load"})
+        self._in_use: set[WorkerProcess] = set()  # the workers of the candidates being judged
         configs = [config for config, _ in problem.all_configs()]
-        self._describe_id = self._judge.send({"op": "describe", "configs": configs})
+        self.oracle = Oracle(self._start_reference(), self.lease, configs)
         self._started = False
         self.device_name = options.device
-        self.described: list[dict[str, Any]] = []
-        self.selected: list[tuple[int, dict[str, Any], bool]] = []
-        self.skipped: list[dict[str, Any]] = []
+        self.selected: list[tuple[int, Config, bool]] = []
+        self.skipped: list[SkippedConfig] = []
         self.plan: TimingPlan = default_plan(options.device, options.l2_state or problem.l2_state)
-        self.peaks: DevicePeaks | None = None
-        self._peaks_asked = False
-        self._peaks_remeasured = False
-        self.peaks_error: str | None = None
-        self._call_seconds: dict[int, float] = {}
         self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), limit=candidates)
         self.pool.top_up()
         names = options.baselines or default_baselines(options.device)
@@ -125,9 +115,11 @@ class Judge:
 
     # -- workers -------------------------------------------------------------------------------
 
-    def _setup(self, role: str) -> dict[str, Any]:
-        return {"role": role, "problem": str(self.problem.path), "device": self.worker_device,
-                "defences": self.options.defences, "tolerance": self.problem.tolerance}  # fmt: skip
+    def _setup(self, role: Literal["candidate", "reference"]) -> WorkerSetup:
+        problem = self.problem
+        return WorkerSetup(
+            role, str(problem.path), self.worker_device, self.options.defences, problem.tolerance
+        )
 
     def _start_reference(self) -> WorkerProcess:
         """The judge's worker or the baseline worker: watched in timing windows, never paused."""
@@ -138,38 +130,15 @@ class Judge:
         return worker
 
     def _start_candidate(self) -> WorkerProcess:
-        """A candidate worker; started as a step, so that none starts unpaused inside a timing window."""
+        """A candidate worker; started as a step, and known by its pid before the step ends, so that none
+        starts unpaused inside a timing window."""
         with self.lease.step():
             worker = WorkerProcess(
                 self._setup("candidate"), self.options.memory_limit_bytes, self.options.gpu_index
             )
             self.lease.register(worker)
+            worker.wait_started()
         return worker
-
-    def _ask(
-        self, header: dict[str, Any], timeout_s: float, what: str, config: tuple[int, str] | None = None
-    ) -> dict[str, Any]:
-        """A request to the judge's worker (a step: it may use the device), whose failures are the
-        harness's (or the problem's); `config`: the index and name of the config it is about."""
-        try:
-            with self.lease.step():
-                reply, _ = self._judge.request(header, timeout_s, what)
-        except WorkerFailure as failure:
-            raise self._reference_failed(failure, config) from None
-        if not reply.get("ok"):
-            raise HarnessError(f"the reference failed while {what}: {reply.get('reason')}")
-        return reply
-
-    def _reference_failed(
-        self, failure: WorkerFailure, config: tuple[int, str] | None = None
-    ) -> HarnessError:
-        """The judge's worker gave no answer (its failure says while doing what); a config too large for
-        the worker's memory is named with its size."""
-        if failure.over_memory and config is not None:
-            index, name = config
-            described = self.described[index] if index < len(self.described) else None
-            return HarnessError(too_large(name, described, self._judge.memory_limit))
-        return HarnessError(f"the reference failed: {failure}")
 
     def _start(self) -> None:
         """Finish starting the session (once, whichever candidate asks first): the problem loaded and
@@ -181,94 +150,39 @@ class Judge:
 
     def _finish_start(self) -> None:
         self.progress("loading the problem", 0, 1)
-        for request_id, what in (
-            (self._load_id, "loading the problem"),
-            (self._describe_id, "describing the configs"),
-        ):
-            try:
-                reply, _ = self._judge.wait(request_id, PROBLEM_LOAD_TIMEOUT_S, what)
-            except WorkerFailure as failure:
-                raise self._reference_failed(failure) from None
-            if not reply.get("ok"):
-                raise HarnessError(f"the reference failed while {what}: {reply.get('reason')}")
-            if "device_name" in reply:
-                self.device_name = reply["device_name"]
-                if self.options.on_gpu:
-                    launch = "graph" if self.options.graph else "queued"
-                    self.plan = default_plan("cuda", self.plan.l2_state, launch, reply.get("launch_us"))
-                    if not self.lease.probe.verified:  # NVML's samples of this GPU, by its UUID
-                        names = (reply.get("gpu_uuid"), self.lease_key)
-                        self.lease.probe = gpu_probe(*(name for name in names if name))
-            if "configs" in reply:
-                self.described = reply["configs"]
+        loaded = self.oracle.loaded()
+        self.device_name = loaded.device_name
+        if self.options.on_gpu:
+            launch = "graph" if self.options.graph else "queued"
+            self.plan = default_plan("cuda", self.plan.l2_state, launch, loaded.launch_us)
+            if not self.lease.probe.verified:  # NVML's samples of this GPU, by its UUID
+                names = (loaded.gpu_uuid, self.lease_key)
+                self.lease.probe = gpu_probe(*(name for name in names if name))
         self.selected, self.skipped = select_configs(self.problem, self.described, self.options.device)
         self.baselines.identity = self._identity()  # now that the device and its launch cost are known
 
-    def _identity(self) -> dict[str, Any]:
-        """What a baseline time kept on disk depends on besides its config."""
-        return {"problem": self.problem.source_hash, "device": self.device_name, **software_versions(),
-                "l2": self.plan.l2_state, "launch": self.plan.launch, "launch_us": self.plan.launch_us}  # fmt: skip
+    def _identity(self) -> str:
+        """What a baseline time kept on disk depends on besides its config (as a JSON key)."""
+        identity = {"problem": self.problem.source_hash, "device": self.device_name, **software_versions(),
+                    "l2": self.plan.l2_state, "launch": self.plan.launch, "launch_us": self.plan.launch_us}  # fmt: skip
+        return json.dumps(identity, sort_keys=True)
 
     # -- what the rounds use -------------------------------------------------------------------
 
     def progress_line(self, what: str) -> None:
         self.progress(what, 0, 0)
 
-    def reference(self, spec: InputSpec, name: str) -> dict[str, Any]:
-        """The judge's reference for one input set (computed once per session) and what it noticed."""
-        reply = self._ask(
-            {"op": "reference", "input": spec.to_dict()},
-            JUDGE_CALL_TIMEOUT_S,
-            f"running the reference on {name}",
-            (spec.config_index, name),
-        )
-        if reply.get("call_seconds") is not None:
-            self._call_seconds[spec.config_index] = float(reply["call_seconds"])
-        return reply
-
-    def compare(self, items: list[tuple[InputSpec, Any]], token: str) -> list[dict[str, Any]]:
-        """The judge's comparison of a candidate's exported outputs with the reference, per input set."""
-        request = {"op": "compare", "token": token,
-                   "items": [{"input": spec.to_dict(), "outputs": outputs} for spec, outputs in items]}  # fmt: skip
-        reply = self._ask(request, JUDGE_CALL_TIMEOUT_S * max(1, len(items) // 8), "comparing outputs")
-        results = reply.get("results")
-        if not isinstance(results, list) or len(results) != len(items):
-            raise HarnessError("the judge's worker answered a comparison with the wrong number of results")
-        return results
+    @property
+    def described(self) -> list[ConfigDescription]:
+        """Each config's size and work, as the judge's worker described them."""
+        return self.oracle.described
 
     def call_limit(self, index: int) -> float:
         """The time limit of one call on a config (from --time-limit, or from the reference's own time)."""
-        return self.options.call_limit_s(self._call_seconds.get(index))
+        return self.options.call_limit_s(self.oracle.call_seconds.get(index))
 
     def output_bytes(self, index: int) -> int:
-        return int(self.described[index].get("output_bytes", 0)) if index < len(self.described) else 0
-
-    def ensure_peaks(self, hold: Hold) -> None:
-        """The device's peaks, measured (or read) once per session, in a window of `hold`."""
-        if not self._peaks_asked and self.options.timing:
-            self._peaks_asked = True
-            self._measure_peaks(hold, remeasure=False)
-
-    def remeasure_peaks(self, hold: Hold) -> bool:
-        """Measure the peaks again (once per session, after a baseline beat them); whether that gave any."""
-        if self._peaks_remeasured or not self.options.timing:
-            return False
-        self._peaks_remeasured = True
-        self._measure_peaks(hold, remeasure=True)
-        return self.peaks is not None
-
-    def _measure_peaks(self, hold: Hold, remeasure: bool) -> None:
-        self.progress(
-            "measuring the device (once)" if remeasure or self.peaks is None else "device peaks", 0, 1
-        )
-        request = {"op": "peaks", "remeasure": remeasure}
-        try:
-            reply, _ = hold.window(
-                self._judge, lambda: self._ask(request, PEAKS_TIMEOUT_S, "measuring the device")
-            )
-            self.peaks = DevicePeaks.from_dict(reply["peaks"])
-        except HarnessError as error:
-            self.peaks_error = str(error)
+        return (self.described[index].output_bytes or 0) if index < len(self.described) else 0
 
     # -- judging -------------------------------------------------------------------------------
 
@@ -301,13 +215,14 @@ class Judge:
                 verdict.wall_s = round(time.monotonic() - started, 3)
                 return verdict
         candidate = self.pool.take()
+        with self._lock:
+            self._in_use.add(candidate)
         self.pool.top_up()
         self.pool.advance()
         try:
             # The import starts now, while the judge's worker may still be loading the problem.
             self.progress("loading the solution", 0, 1)
-            request = {"op": "load", "solution": str(path.resolve()), "allowed_torch_ops": allowed}
-            load_id = candidate.send(request)
+            load_id = candidate.send(LoadSolution(str(path.resolve()), allowed))
             self._start()
             verdict.device, verdict.skipped_configs = self.device_name, list(self.skipped)
             verdict.limits = {
@@ -320,21 +235,22 @@ class Judge:
             self._collect(candidate, verdict)
             self.pool.advance()
             with self._lock:
+                self._in_use.discard(candidate)
                 self.judged += 1
         verdict.wall_s = round(time.monotonic() - started, 3)
         return verdict
 
     def _judge_with(self, candidate: WorkerProcess, load_id: int, verdict: Verdict) -> None:
         try:
-            reply, _ = candidate.wait(load_id, self.options.load_timeout_s, "loading the solution")
+            reply = candidate.wait(load_id, self.options.load_timeout_s, "loading the solution")
         except WorkerFailure as failure:
             finish(verdict, [], (failure.status, failure.reason))
             return
-        if not reply.get("ok"):
-            verdict.artifacts["traceback"] = str(reply.get("traceback", ""))
-            if reply.get("compile_log"):
-                verdict.artifacts["compile_log"] = str(reply["compile_log"])
-            finish(verdict, [], (Status.parse(reply.get("status")), str(reply.get("reason", ""))))
+        if isinstance(reply, Failed):
+            verdict.artifacts["traceback"] = reply.traceback
+            if reply.compile_log:
+                verdict.artifacts["compile_log"] = reply.compile_log
+            finish(verdict, [], (reply.verdict_status, reply.reason))
             return
         results = {
             i: ConfigResult(index=i, config=self._shown(i, c, h), hidden=h) for i, c, h in self.selected
@@ -352,7 +268,7 @@ class Judge:
         finish(verdict, ordered)
         verdict.limits["call_s"] = max((self.call_limit(i) for i, _, _ in self.selected), default=0.0)
 
-    def _shown(self, index: int, config: dict[str, Any], hidden: bool) -> dict[str, Any] | str:
+    def _shown(self, index: int, config: Config, hidden: bool) -> Config | str:
         return f"hidden#{index - len(self.problem.configs)}" if hidden else config
 
     def _collect(self, candidate: WorkerProcess, verdict: Verdict) -> None:
@@ -386,10 +302,15 @@ class Judge:
                     future.cancel()
 
     def close(self) -> None:
-        """Stop every worker of the session."""
+        """Stop every worker of the session, those of candidates still being judged included (their
+        calls end at once, not at their time limits)."""
+        with self._lock:
+            judging = list(self._in_use)
+        for candidate in judging:
+            candidate.terminate()
         self.pool.close()
         self.baselines.close()
-        self._judge.close()
+        self.oracle.close()
 
     def __enter__(self) -> Judge:
         return self

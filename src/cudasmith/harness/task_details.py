@@ -10,7 +10,7 @@ import torch
 
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
-from cudasmith.harness.roofline import roofline, work_of
+from cudasmith.harness.roofline import ConfigDescription, roofline, work_of
 from cudasmith.tasks.catalog import task_row
 from cudasmith.tasks.hidden import hidden_summary
 from cudasmith.tasks.inputs import describe_config
@@ -30,7 +30,8 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[d
     figures = []
     for index, config in enumerate(problem.configs):
         described = describe_config(module, config)
-        work = work_of(described)
+        description = ConfigDescription(**described)
+        work = work_of(description)
         figure: dict[str, Any] = {
             "index": index,
             "config": config,
@@ -41,7 +42,7 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[d
         }
         if "unknown" in described:
             figure["unknown"] = described["unknown"]
-        point = None if peaks is None else roofline(described, problem.dtype, peaks)
+        point = None if peaks is None else roofline(description, problem.dtype, peaks)
         if point is not None:
             figure.update(sol_ms=point.sol_ms, floor_ms=point.floor_ms, bound=point.bound)
         figures.append(figure)

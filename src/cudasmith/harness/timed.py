@@ -1,29 +1,31 @@
 """Timing one candidate, config by config, side by side with the session's baselines, with the device alone.
 
-The candidate's timing phase holds the device's timing lease (lease.py): the steps of other candidates
-in flight have finished and their workers are paused. In that hold, the device's peaks (first time
-only) and every config's baselines that have no fresh measurement are timed first, then the candidate,
-config by config, on input sets perturbed afresh for every call; the outputs of timed calls chosen at
-random are compared with the reference for the inputs each call saw. Every timed request is a window
-checked afterwards for other processes (exclusive.py): one found shared is timed again, and a time that
-stayed shared is kept but gives no speedup.
+Each config is timed in a hold of the device's timing lease (lease.py): the steps of other candidates in
+flight have finished and their workers are paused. In the hold, the device's peaks (first time only) and
+the config's baselines that have no fresh measurement are timed first, then the candidate, on input sets
+perturbed afresh for every call. After the hold, while the other candidates go on, the outputs of timed
+calls chosen at random are compared with the reference for the inputs each call saw. Every timed request
+is a window checked afterwards for other processes (exclusive.py): one found shared is timed again, and a
+time that stayed shared is kept but gives no speedup.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from cudasmith.errors import HarnessError
 from cudasmith.harness.assemble import apply_baselines
 from cudasmith.harness.baselines import BASELINES, BaselineTime
 from cudasmith.harness.correctness import label
 from cudasmith.harness.lease import Hold, Window
-from cudasmith.harness.messages import TimeSpec
+from cudasmith.harness.messages import Failed, Time, Timed, TimeSpec
 from cudasmith.harness.options import TIMING_EXTRA_S
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.results import Timing, TimingReport
 from cudasmith.harness.verdict import ConfigResult, Status, Verdict
 from cudasmith.tasks.inputs import derive_seed
+from cudasmith.tasks.problem import Config
 from cudasmith.wording import plural
 
 if TYPE_CHECKING:
@@ -33,13 +35,11 @@ if TYPE_CHECKING:
 TIMING_SEEDS = 4
 
 
-def time_spec(judge: Judge, index: int, config: dict[str, Any]) -> TimeSpec:
+def time_spec(judge: Judge, index: int, config: Config) -> TimeSpec:
     """What timing one config asks for: its input sets, the session's plan, the re-checks."""
     seeds = tuple(derive_seed(judge.secret, "time", index, k) for k in range(TIMING_SEEDS))
     checks = judge.options.timed_checks if judge.options.defences else 0
-    return TimeSpec(
-        index, config, derive_seed(judge.secret, "init", index), seeds, asdict(judge.plan), checks
-    )
+    return TimeSpec(index, config, derive_seed(judge.secret, "init", index), seeds, judge.plan, checks)
 
 
 def timing_limit_s(judge: Judge, index: int) -> float:
@@ -52,144 +52,139 @@ def timing_limit_s(judge: Judge, index: int) -> float:
 def time_candidate(
     judge: Judge, candidate: WorkerProcess, verdict: Verdict, ordered: list[ConfigResult]
 ) -> None:
-    """Time a correct candidate on every config (stopping at the first failure), with the device alone."""
+    """Time a correct candidate config by config (stopping at the first failure). Each config's baselines
+    (when due) and its own window hold the device alone; the re-checks of its timed outputs come after
+    the hold, as correctness work does, while other candidates go on."""
     configs = {i: c for i, c, _ in judge.selected}
+    verdict.timing = TimingReport(judge.plan.l2_state, judge.plan.launch, judge.plan)
     windows: list[Window] = []
-    with judge.lease.hold(owner=candidate) as hold:
-        judge.ensure_peaks(hold)
-        if judge.peaks is not None:
-            verdict.peaks = judge.peaks.to_dict()
-        elif judge.peaks_error is not None:
-            verdict.note(f"no roofline: {judge.peaks_error}")
-        verdict.timing = {
-            "l2_state": judge.plan.l2_state,
-            "launch": judge.plan.launch,
-            "plan": asdict(judge.plan),
-        }
-        # Every config's baselines first: the candidate, paused while they are timed, ran just before.
-        specs = {r.index: _spec(judge, r, configs[r.index]) for r in ordered}
-        baselines = {
-            r.index: judge.baselines.for_config(
-                specs[r.index], _name(judge, r, configs), hold, judge.progress_line
-            )
-            for r in ordered
-        }
-        own: list[Window] = []
-        for result in ordered:
-            used = baselines[result.index]
-            windows += [b.window for b in used.values() if b.window is not None]
-            window = time_config(judge, candidate, verdict, result, specs[result.index], used, hold)
-            if window is not None:
-                own.append(window)
-            if result.status != Status.CORRECT:
-                break
-            _compare_with_baselines(judge, verdict, result, used, configs[result.index], hold)
-            _no_speedup_from_shared(result, used, window, _name(judge, result, configs), verdict)
-            if result.status != Status.CORRECT:
-                break
+    own: list[Window] = []
+    for result in ordered:
+        spec, name = _spec(judge, result, configs[result.index]), _name(judge, result, configs)
+        with judge.lease.hold(owner=candidate) as hold:
+            judge.oracle.ensure_peaks(hold, judge.progress_line)
+            # The baselines first: the candidate, paused while they are timed, ran before this hold.
+            used = judge.baselines.for_config(spec, name, hold, judge.progress_line)
+            timed = time_config(judge, candidate, result, spec, used, hold)
+        windows += [b.window for b in used.values() if b.window is not None]
+        if judge.oracle.peaks is not None:
+            verdict.peaks = judge.oracle.peaks
+        elif judge.oracle.peaks_error is not None:
+            verdict.note(f"no roofline: {judge.oracle.peaks_error}")
+        if timed is None:
+            break
+        reply, window = timed
+        own.append(window)
+        if not _recheck(judge, candidate, verdict, result, spec, reply, name):
+            break
+        _record(verdict, result, reply, window, used["eager"], name)
+        _compare_with_baselines(judge, candidate, verdict, result, used, configs[result.index])
+        _no_speedup_from_shared(result, used, window, name, verdict)
+        if result.status != Status.CORRECT:
+            break
     if any(not window.exclusive for window in own):
         # All or nothing: a candidate that disturbed its own slow configs must not be judged on its fast ones.
         for result in ordered:
             _no_speedup(result)
-    verdict.timing.update(exclusivity(windows + own, judge.lease.probe.how))
+    exclusivity(verdict.timing, windows + own, judge.lease.probe.how)
 
 
-def _name(judge: Judge, result: ConfigResult, configs: dict[int, dict[str, Any]]) -> str:
+def _name(judge: Judge, result: ConfigResult, configs: dict[int, Config]) -> str:
     return label(result.index, configs[result.index], result.hidden, judge.problem)
 
 
-def _spec(judge: Judge, result: ConfigResult, config: dict[str, Any]) -> TimeSpec:
+def _spec(judge: Judge, result: ConfigResult, config: Config) -> TimeSpec:
     return replace(time_spec(judge, result.index, config), parameters=result.parameters_drawn)
 
 
-def exclusivity(windows: list[Window], how: str) -> dict[str, Any]:
+def exclusivity(report: TimingReport, windows: list[Window], how: str) -> None:
     """What a verdict says of its timing windows: exclusive or not, verified or not, how many retimed."""
     shared = [w for w in windows if not w.exclusive]
-    verified = bool(windows) and all(w.verified for w in windows)
-    found = {
-        "exclusive": not shared,
-        "exclusive_verified": verified,
-        "windows": len(windows),
-        "retimed_windows": sum(w.retimed for w in windows),
-        "exclusivity": how
-        if not shared
-        else f"shared: {shared[0].others[0] if shared[0].others else 'unknown'}",
-    }
-    return found
+    report.exclusive = not shared
+    report.exclusive_verified = bool(windows) and all(w.verified for w in windows)
+    report.windows = len(windows)
+    report.retimed_windows = sum(w.retimed for w in windows)
+    report.exclusivity = how if not shared else f"shared: {', '.join(shared[0].others) or 'unknown'}"
 
 
 def time_config(
     judge: Judge,
     candidate: WorkerProcess,
-    verdict: Verdict,
     result: ConfigResult,
     spec: TimeSpec,
     baselines: dict[str, BaselineTime],
     hold: Hold,
-) -> Window | None:
-    """Time the candidate on one config in a window of its own and re-check its kept outputs."""
+) -> tuple[Timed, Window] | None:
+    """Time the candidate on one config in a window of its own; None (the failure recorded) if it failed."""
     name = label(result.index, spec.config, result.hidden, judge.problem)
     eager = baselines["eager"]
     if eager.measurement is None:
         raise HarnessError(f"the reference failed while timing eager PyTorch on {name}: {eager.error}")
     judge.progress(f"timing {name}", 0, 0)
-    request = {"op": "time", "time": spec.to_dict()}
+    request, limit_s = Time(spec), timing_limit_s(judge, result.index)
 
-    def run() -> tuple[dict[str, Any] | None, WorkerFailure | None]:
+    def run() -> Timed | Failed | WorkerFailure:
         try:
-            reply, _ = candidate.request(request, timing_limit_s(judge, result.index), f"timing {name}")
+            reply: Timed | Failed = candidate.request(request, limit_s, f"timing {name}")
         except WorkerFailure as failure:
-            return None, failure
-        return reply, None
+            return failure
+        return reply
 
-    (reply, failure), window = hold.window(candidate, run, lambda r: bool(r[0] and r[0].get("ok")))
-    if failure is not None:
-        result.status, result.reason = failure.status, f"{name}: {failure}"
+    reply, window = hold.window(candidate, run, lambda reply: isinstance(reply, Timed))
+    if isinstance(reply, WorkerFailure):
+        result.status, result.reason = reply.status, f"{name}: {reply}"
         return None
-    assert reply is not None
-    if not reply.get("ok"):
-        result.status = Status.parse(reply.get("status"))
-        result.reason = f"{name} while timing: {reply.get('reason', '')}"
+    if isinstance(reply, Failed):
+        result.status = reply.verdict_status
+        result.reason = f"{name} while timing: {reply.reason}"
         return None
-    if not _recheck(judge, candidate, verdict, result, spec, reply, name):
-        return window
-    measurement = reply["measurement"]
-    result.timing = {**measurement, "exclusive": window.exclusive}
-    result.time_ms = measurement["median_ms"]
-    result.time_ci95_ms = measurement["ci95_ms"]
+    return reply, window
+
+
+def _record(
+    verdict: Verdict, result: ConfigResult, reply: Timed, window: Window, eager: BaselineTime, name: str
+) -> None:
+    """A config's time (the judge's statistics of the samples), its speedup and what ran while timed."""
+    timing = Timing.of(reply.measurement, window.exclusive)
+    result.timing = timing
+    result.time_ms = timing.median_ms
+    result.time_ci95_ms = timing.ci95_ms
     result.baseline_ms = eager.median_ms
     result.baseline_timing = eager.measurement
     result.speedup = result.baseline_ms / result.time_ms if result.time_ms and result.baseline_ms else None
-    result.own_share = reply.get("own_share")
-    for op, count in (reply.get("torch_ops") or {}).items():
-        verdict.torch_ops[op] = max(int(count), verdict.torch_ops.get(op, 0))
-    for warning in measurement.get("warnings", []):
+    result.own_share = reply.own_share
+    for op, count in reply.torch_ops.items():
+        verdict.torch_ops[op] = max(count, verdict.torch_ops.get(op, 0))
+    for warning in timing.warnings:
         verdict.note(f"{name}: {warning}")
     if window.retimed:
         what = plural(window.retimed, "time")
         verdict.note(f"{name}: timed again {what}: another process ran in the window ({window.others[0]})"
                      if window.others else f"{name}: timed again {what}")  # fmt: skip
-    return window
 
 
 def _compare_with_baselines(
     judge: Judge,
+    candidate: WorkerProcess,
     verdict: Verdict,
     result: ConfigResult,
     baselines: dict[str, BaselineTime],
-    config: dict[str, Any],
-    hold: Hold,
+    config: Config,
 ) -> None:
-    """Speedups against every baseline and the roofline; peaks measured again once if a baseline beat them."""
+    """Speedups against every baseline and the roofline; peaks measured again once (with the device
+    held alone) if a baseline beat them."""
     name = label(result.index, config, result.hidden, judge.problem)
     described, dtype = judge.described[result.index], judge.problem.dtype
-    beyond, impossible = apply_baselines(result, baselines, described, dtype, judge.peaks, name, verdict.note)
-    if beyond and judge.remeasure_peaks(hold):
-        assert judge.peaks is not None
-        verdict.peaks = judge.peaks.to_dict()
+    oracle = judge.oracle
+    beyond, impossible = apply_baselines(
+        result, baselines, described, dtype, oracle.peaks, name, verdict.note
+    )
+    if beyond and oracle.remeasure_peaks(candidate, judge.progress_line):
+        assert oracle.peaks is not None
+        verdict.peaks = oracle.peaks
         verdict.note("the device's peaks were measured again after a baseline beat them")
         _, impossible = apply_baselines(
-            result, baselines, described, dtype, judge.peaks, name, lambda _: None
+            result, baselines, described, dtype, oracle.peaks, name, lambda _: None
         )
     if impossible is not None:
         result.status, result.reason = Status.REJECTED, impossible
@@ -211,7 +206,7 @@ def _no_speedup_from_shared(
     for baseline, measured in baselines.items():
         if measured.window is None or measured.window.exclusive or baseline not in result.baselines:
             continue
-        result.baselines[baseline]["speedup"] = None
+        result.baselines[baseline].speedup = None
         if baseline == "eager":
             result.speedup, result.speedup_ci95 = None, None
         verdict.note(f"{name}: no speedup against {BASELINES[baseline]}: another process ran on the device "
@@ -221,7 +216,7 @@ def _no_speedup_from_shared(
 def _no_speedup(result: ConfigResult) -> None:
     result.speedup, result.speedup_ci95 = None, None
     for entry in result.baselines.values():
-        entry["speedup"] = None
+        entry.speedup = None
 
 
 def _recheck(
@@ -230,37 +225,41 @@ def _recheck(
     verdict: Verdict,
     result: ConfigResult,
     spec: TimeSpec,
-    reply: dict[str, Any],
+    reply: Timed,
     name: str,
 ) -> bool:
     """The outputs of the kept timed calls against the reference for the inputs each call saw."""
-    checks, outputs = reply.get("checks") or [], reply.get("outputs") or []
     items, offset = [], 0
-    for check in checks:
-        count = int(check["n_outputs"])
-        items.append((spec.input(int(check["set"]), int(check["perturb"])), outputs[offset : offset + count]))
-        offset += count
+    for check in reply.checks:
+        if not 0 <= check.set < len(spec.input_seeds):
+            result.status, result.reason = (
+                Status.REJECTED,
+                f"{name}: a timed call names an input set never given",
+            )
+            return False
+        items.append((spec.input(check.set, check.perturb), reply.outputs[offset : offset + check.n_outputs]))
+        offset += check.n_outputs
     result.checked_calls = len(items)
     if not items:
         return True
-    timed_calls = int(reply.get("measurement", {}).get("n", 0))
+    timed_calls = len(reply.measurement.samples_ms)
     if len(items) < min(spec.checks, timed_calls):
         escape = 2.0 ** -len(items)
         verdict.note(
             f"{name}: {len(items)} of {timed_calls} timed calls re-checked, not {spec.checks} (their outputs are "
             f"too large to keep more): skipping the work on half the calls escapes with probability {escape:.1e}"
         )
-    comparisons = judge.compare(items, candidate.token)
-    for check, comparison in zip(checks, comparisons, strict=True):
-        if "transfer" in comparison:
+    comparisons = judge.oracle.compare(items, candidate.token)
+    for check, comparison in zip(reply.checks, comparisons, strict=True):
+        if comparison.transfer is not None:
             result.status = Status.REJECTED
-            result.reason = f"{name}: a timed call's outputs could not be read ({comparison['transfer']})"
+            result.reason = f"{name}: a timed call's outputs could not be read ({comparison.transfer})"
             return False
-        if not comparison["ok"]:
+        if not comparison.ok:
             result.status = Status.REJECTED
             result.reason = (
-                f"{name}: the output of timed call {check['call']} is wrong although the checked calls were "
-                f"right (a cached result, or work done only when checked): {comparison['reason']}"
+                f"{name}: the output of timed call {check.call} is wrong although the checked calls were "
+                f"right (a cached result, or work done only when checked): {comparison.reason}"
             )
             return False
     return True

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from cudasmith.harness.messages import OutputRef
 from cudasmith.harness.protocol import WIRE_DTYPES, dtype_name
 
 SHM_DIR = Path("/dev/shm")
@@ -55,32 +56,32 @@ class Exporter:
         self._alive: list[torch.Tensor] = []
         self._files: list[Path] = []
 
-    def export(self, tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
-        """One JSON reference per tensor (made contiguous first)."""
+    def export(self, tensors: list[torch.Tensor]) -> list[OutputRef]:
+        """One reference per tensor (made contiguous first)."""
         self.release()
         references = []
         for tensor in tensors:
             tensor = tensor.detach().contiguous()
             self._alive.append(tensor)
-            spec = {"dtype": dtype_name(tensor.dtype), "shape": list(tensor.shape)}
+            dtype, shape = dtype_name(tensor.dtype), list(tensor.shape)
             nbytes = tensor.numel() * tensor.element_size()
             if nbytes == 0:
-                references.append({**spec, "kind": "empty"})
+                references.append(OutputRef(dtype, shape, "empty"))
             elif tensor.is_cuda:
-                references.append({**spec, **self._export_cuda(tensor, nbytes)})
+                references.append(self._export_cuda(tensor, dtype, shape, nbytes))
             else:
-                references.append({**spec, **self._export_shared(tensor, nbytes)})
+                references.append(self._export_shared(tensor, dtype, shape, nbytes))
         return references
 
-    def _export_cuda(self, tensor: torch.Tensor, nbytes: int) -> dict[str, Any]:
+    def _export_cuda(self, tensor: torch.Tensor, dtype: str, shape: list[int], nbytes: int) -> OutputRef:
         driver = _driver()
         pointer = tensor.data_ptr()
         base, size = _check(driver.cuMemGetAddressRange(pointer), "cuMemGetAddressRange")
         handle = _check(driver.cuIpcGetMemHandle(base), "cuIpcGetMemHandle")
-        return {"kind": "cuda_ipc", "handle": bytes(handle.reserved).hex(), "offset": pointer - int(base),
-                "nbytes": nbytes, "allocation": int(size)}  # fmt: skip
+        handle_hex, offset = bytes(handle.reserved).hex(), pointer - int(base)
+        return OutputRef(dtype, shape, "cuda_ipc", nbytes, handle_hex, offset, int(size))
 
-    def _export_shared(self, tensor: torch.Tensor, nbytes: int) -> dict[str, Any]:
+    def _export_shared(self, tensor: torch.Tensor, dtype: str, shape: list[int], nbytes: int) -> OutputRef:
         self._count += 1
         path = SHM_DIR / f"{SHM_PREFIX}{self.token}-{self._count}"
         descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
@@ -93,7 +94,7 @@ class Exporter:
         finally:
             os.close(descriptor)
         self._files.append(path)
-        return {"kind": "shm", "name": path.name, "nbytes": nbytes}
+        return OutputRef(dtype, shape, "shm", nbytes, name=path.name)
 
     def release(self) -> None:
         """Let go of the last export (the judge has copied it by now)."""
@@ -109,12 +110,12 @@ def shared_memory_available() -> bool:
     return SHM_DIR.is_dir() and os.access(SHM_DIR, os.W_OK)
 
 
-def _expected_bytes(reference: dict[str, Any]) -> tuple[torch.dtype, list[int], int]:
-    dtype = WIRE_DTYPES.get(reference.get("dtype"))  # type: ignore[arg-type]
-    shape = reference.get("shape")
+def _expected_bytes(reference: OutputRef) -> tuple[torch.dtype, list[int], int]:
+    dtype = WIRE_DTYPES.get(reference.dtype)
+    shape = reference.shape
     if dtype is None:
-        raise TransferError(f"output dtype {reference.get('dtype')!r} is not allowed")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise TransferError(f"output dtype {reference.dtype!r} is not allowed")
+    if not all(d >= 0 for d in shape):
         raise TransferError(f"bad output shape {shape!r}")
     return dtype, shape, math.prod(shape) * torch.empty((), dtype=dtype).element_size()
 
@@ -128,18 +129,14 @@ class _CudaAllocation:
         }  # fmt: skip
 
 
-def import_outputs(references: list[Any], token: str, device: str) -> list[torch.Tensor]:
+def import_outputs(references: list[OutputRef], token: str, device: str) -> list[torch.Tensor]:
     """Copies of the outputs a worker exported, on `device`; TransferError for a bad reference."""
-    if not isinstance(references, list):
-        raise TransferError("output references are not a list")
     copies: list[torch.Tensor] = []
     opened: dict[str, int] = {}
     try:
         for reference in references:
-            if not isinstance(reference, dict):
-                raise TransferError("an output reference is not an object")
             dtype, shape, nbytes = _expected_bytes(reference)
-            kind = reference.get("kind")
+            kind = reference.kind
             if kind == "empty" and nbytes == 0:
                 copies.append(torch.empty(shape, dtype=dtype, device=device))
             elif kind == "cuda_ipc" and device.startswith("cuda"):
@@ -160,12 +157,12 @@ def import_outputs(references: list[Any], token: str, device: str) -> list[torch
     return copies
 
 
-def _import_cuda(reference: dict[str, Any], nbytes: int, opened: dict[str, int]) -> torch.Tensor:
+def _import_cuda(reference: OutputRef, nbytes: int, opened: dict[str, int]) -> torch.Tensor:
     driver = _driver()
-    handle_hex, offset = reference.get("handle"), reference.get("offset")
-    if not isinstance(handle_hex, str) or not isinstance(offset, int) or offset < 0:
+    handle_hex, offset = reference.handle, reference.offset
+    if not handle_hex or offset < 0:
         raise TransferError("a CUDA IPC reference lacks its handle or offset")
-    if reference.get("nbytes") != nbytes:
+    if reference.nbytes != nbytes:
         raise TransferError("a CUDA IPC reference's size does not match its shape and dtype")
     try:
         handle_bytes = bytes.fromhex(handle_hex)
@@ -188,9 +185,9 @@ def _import_cuda(reference: dict[str, Any], nbytes: int, opened: dict[str, int])
     return source.clone()
 
 
-def _import_shared(reference: dict[str, Any], nbytes: int, token: str) -> torch.Tensor:
-    name = reference.get("name")
-    if not isinstance(name, str) or not name.startswith(f"{SHM_PREFIX}{token}-") or "/" in name:
+def _import_shared(reference: OutputRef, nbytes: int, token: str) -> torch.Tensor:
+    name = reference.name
+    if not name.startswith(f"{SHM_PREFIX}{token}-") or "/" in name:
         raise TransferError("a shared-memory reference names a file that is not this worker's")
     path = SHM_DIR / name
     try:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
+from cudasmith.device import DevicePeaks
 from cudasmith.errors import UsageError
-from cudasmith.timing.protocol import RAW_KEYS
+from cudasmith.harness.results import BaselineEntry, Mismatch, Timing, TimingReport
+from cudasmith.harness.roofline import Roofline
+from cudasmith.harness.wire import JsonObject
+from cudasmith.tasks.problem import Config
 
 
 class Status(str, Enum):
@@ -52,11 +56,22 @@ PRECEDENCE = (
 
 
 @dataclass
+class SkippedConfig:
+    """A config not run on this device, and why (too large for the CPU)."""
+
+    index: int
+    # The config, or "hidden" for a hidden one.
+    config: Config | str
+    reason: str
+
+
+@dataclass
 class ConfigResult:
     """One config's outcome: correctness over its input sets, then (when correct) times against baselines."""
 
     index: int
-    config: dict[str, Any] | str
+    # The config, or "hidden#N" for a hidden one.
+    config: Config | str
     hidden: bool
     status: Status = Status.CORRECT
     reason: str = ""
@@ -73,15 +88,15 @@ class ConfigResult:
     # A time (the candidate's or eager's) whose sampling stopped before its median was known to the
     # protocol's noise target: the verdict warns, with the intervals.
     noisy: bool = False
-    mismatch: dict[str, Any] | None = None
-    timing: dict[str, Any] | None = None
-    baseline_timing: dict[str, Any] | None = None
+    mismatch: Mismatch | None = None
+    timing: Timing | None = None
+    baseline_timing: Timing | None = None
     # Work, speed of light and floor of this config (roofline.Roofline), and how close the time came.
-    roofline: dict[str, Any] | None = None
+    roofline: Roofline | None = None
     sol_pct: float | None = None
-    # Per baseline: time_ms, ci95_ms, speedup (baseline time over the candidate's), sol_pct, how and when
-    # it was measured; or an error.
-    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per baseline: its time, the speedup against it (its time over the candidate's), its % of speed of
+    # light, how and when it was measured; or an error.
+    baselines: dict[str, BaselineEntry] = field(default_factory=dict)
     # Share of the candidate's GPU time (CPU time on the CPU) in its own kernels while timed.
     own_share: float | None = None
     # Timed calls whose outputs were re-checked against the reference.
@@ -90,6 +105,38 @@ class ConfigResult:
     parameters_drawn: bool = False
     # KernelBench's own check (check.kernelbench_allclose) on the input sets this config was checked on.
     kernelbench_tolerance: bool | None = None
+
+    def to_dict(self, samples: bool = False) -> JsonObject:
+        """The JSON form; raw timing samples only when asked for."""
+        data = asdict(
+            replace(self, timing=None, baseline_timing=None, roofline=None, baselines={}, mismatch=None)
+        )
+        data["status"] = str(self.status)
+        data["mismatch"] = self.mismatch.to_dict() if self.mismatch else None
+        data["timing"] = self.timing.to_dict(samples) if self.timing else None
+        data["baseline_timing"] = self.baseline_timing.to_dict(samples) if self.baseline_timing else None
+        data["roofline"] = self.roofline.to_dict() if self.roofline else None
+        data["baselines"] = {name: entry.to_dict() for name, entry in self.baselines.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> ConfigResult:
+        """From its JSON form; unknown keys are ignored."""
+        values = {k: v for k, v in data.items() if k in {f.name for f in fields(cls)}}
+        if values.get("status") in CONFIG_STATUSES:
+            values["status"] = Status(values["status"])
+        for name in ("timing", "baseline_timing"):
+            if isinstance(values.get(name), dict):
+                values[name] = Timing.from_dict(values[name])
+        if isinstance(values.get("roofline"), dict):
+            values["roofline"] = Roofline.from_dict(values["roofline"])
+        if isinstance(values.get("mismatch"), dict):
+            values["mismatch"] = Mismatch.from_dict(values["mismatch"])
+        baselines = values.get("baselines") or {}
+        values["baselines"] = {
+            n: BaselineEntry.from_dict(e) for n, e in baselines.items() if isinstance(e, dict)
+        }
+        return cls(**values)
 
 
 @dataclass
@@ -105,13 +152,13 @@ class Verdict:
     # Geometric means of the configs' speedup_ci95 ends.
     speedup_ci95: list[float] | None = None
     configs: list[ConfigResult] = field(default_factory=list)
-    skipped_configs: list[dict[str, Any]] = field(default_factory=list)
+    skipped_configs: list[SkippedConfig] = field(default_factory=list)
     baseline: str = "eager PyTorch"
     # Geometric-mean speedup against each baseline timed (eager's is `speedup`).
     speedups: dict[str, float] = field(default_factory=dict)
     # How times were taken (L2 state, launch mode) and the device peaks the roofline used.
-    timing: dict[str, Any] = field(default_factory=dict)
-    peaks: dict[str, Any] | None = None
+    timing: TimingReport | None = None
+    peaks: DevicePeaks | None = None
     dtype: str | None = None
     wall_s: float = 0.0
     # The session's secret seed: `--seed` with it draws the same input sets again.
@@ -145,34 +192,29 @@ class Verdict:
         """True when every config checked came out correct."""
         return self.status == Status.CORRECT
 
-    def to_dict(self, samples: bool = False) -> dict[str, Any]:
+    def to_dict(self, samples: bool = False) -> JsonObject:
         """The JSON form; raw timing samples only when asked for."""
-        data = asdict(self)
+        data = asdict(replace(self, configs=[], timing=None))
         data["status"] = str(self.status)
-        for config in data["configs"]:
-            config["status"] = str(config["status"])
-            if not samples:
-                for key in ("timing", "baseline_timing"):
-                    for raw in RAW_KEYS:
-                        if config[key]:
-                            config[key].pop(raw, None)
+        data["timing"] = self.timing.to_dict() if self.timing else {}
+        data["configs"] = [config.to_dict(samples) for config in self.configs]
         return _finite(data)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+    def from_dict(cls, data: JsonObject) -> Verdict:
         """A Verdict from its JSON form (what `cudasmith eval --json` prints); unknown keys are ignored."""
         if not isinstance(data, dict) or data.get("status") not in STATUSES or "reason" not in data:
             raise UsageError("not a verdict: a JSON object with a known 'status' and a 'reason' is expected")
-        config_fields = {f.name for f in fields(ConfigResult)}
-        configs = []
-        for entry in data.get("configs", []):
-            values = {k: v for k, v in entry.items() if k in config_fields}
-            if values.get("status") in CONFIG_STATUSES:
-                values["status"] = Status(values["status"])
-            configs.append(ConfigResult(**values))
+        configs = [ConfigResult.from_dict(entry) for entry in data.get("configs", [])]
         known = {f.name for f in fields(cls)} - {"configs"}
         values = {"task": "", "solution": "", "device": "", **{k: v for k, v in data.items() if k in known}}
         values["status"] = Status(values["status"])
+        if isinstance(values.get("timing"), dict):
+            values["timing"] = TimingReport.from_dict(values["timing"]) if values["timing"] else None
+        if isinstance(values.get("peaks"), dict):
+            values["peaks"] = DevicePeaks.from_dict(values["peaks"])
+        skipped = values.get("skipped_configs") or []
+        values["skipped_configs"] = [SkippedConfig(**entry) for entry in skipped if isinstance(entry, dict)]
         return cls(**values, configs=configs)
 
 

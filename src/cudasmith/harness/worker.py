@@ -3,10 +3,11 @@
     python -m cudasmith.harness.worker IN_FD OUT_FD
 
 Two roles: `candidate` (candidate.py, the only process that ever imports a solution) and `reference`
-(reference.py: reference outputs, comparisons, baselines). The first message says which, with the
-problem; the worker imports torch and the problem at once, so a worker started ahead of need is ready
-when its candidate arrives. It sends back JSON headers (and, rarely, tensors), never verdicts; it
-counts what it sends so the parent can tell forged answers.
+(reference.py: reference outputs, comparisons, baselines). The first message (messages.WorkerSetup) says
+which, with the problem; the worker imports torch and the problem at once, so a worker started ahead of
+need is ready when its candidate arrives. Each request (messages.py) goes to its handler in the role's
+table; the answer goes back as a JSON header, never a verdict, and the worker counts what it sends so
+the parent can tell forged answers.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from __future__ import annotations
 import ctypes
 import signal
 import sys
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from os import _exit
-from typing import Any
+from typing import Any, Protocol
 
 from cudasmith.errors import CompileError
-from cudasmith.harness import protocol
+from cudasmith.harness import protocol, wire
 from cudasmith.harness.calls import CandidateFault, classify
+from cudasmith.harness.messages import Exit, Failed, WorkerSetup, read_request
 from cudasmith.harness.tracebacks import solution_traceback
 
 PR_SET_PDEATHSIG = 1
@@ -28,12 +31,18 @@ PR_SET_PDEATHSIG = 1
 COMPILE_LOG_CHARS = 20000
 # The end of a traceback a reply carries.
 TRACEBACK_CHARS = 4000
-# Bound before candidate code runs (see tamper.py): the worker sends with these, whatever is patched.
-_send, _receive = protocol.send, protocol.receive
+# Bound before candidate code runs (see tamper.py): the worker sends and reads with these, whatever is patched.
+_send, _receive, _to_wire, _read_request = protocol.send, protocol.receive, wire.to_wire, read_request
 
 
-def _make(setup: dict[str, Any]) -> Any:
-    if setup["role"] == "candidate":
+class Role(Protocol):
+    """A worker's state: its table of handlers, one per request type."""
+
+    handlers: dict[type, Callable[[Any], Any]]
+
+
+def _make(setup: WorkerSetup) -> Role:
+    if setup.role == "candidate":
         from cudasmith.harness.candidate import Candidate
 
         return Candidate(setup)
@@ -42,34 +51,38 @@ def _make(setup: dict[str, Any]) -> Any:
     return ReferenceWorker(setup)
 
 
+def _failed(worker: Role, exc: BaseException, candidate: bool) -> Failed:
+    """The answer to a request that raised: its status and reason, and what the candidate can act on."""
+    explain = getattr(worker, "explain", None)
+    status, reason = explain(exc) if explain is not None else classify(exc, None)
+    tail = ""
+    if not isinstance(exc, CandidateFault):  # the judge's own finding: its frames are the judge's
+        tail = solution_traceback(exc, getattr(worker, "solution_path", None))[-TRACEBACK_CHARS:]
+    log = exc.log[-COMPILE_LOG_CHARS:] if isinstance(exc, CompileError) and exc.log else ""
+    # A reference worker that fails is the judge's problem, not a candidate's.
+    return Failed(str(status), reason, tail, log, harness=not candidate)
+
+
 def serve(requests: Connection, replies: Connection) -> None:
     """Answer requests until told to exit or the parent goes away; count what is sent."""
-    setup, _ = _receive(requests)
+    header, _ = _receive(requests)
+    setup = wire.from_wire(WorkerSetup, header)
     worker = _make(setup)
-    candidate = setup["role"] == "candidate"
     sent = 0
     while True:
         try:
-            request, _ = _receive(requests)
+            header, _ = _receive(requests)
         except EOFError:
             return
-        if request.get("op") == "exit":
-            return
         try:
-            header = worker.handle(request)
+            request = _read_request(header)
+            if isinstance(request, Exit):
+                return
+            answer = {"ok": True, **_to_wire(worker.handlers[type(request)](request))}
         except BaseException as exc:  # candidate code may raise anything, SystemExit included
-            explain = getattr(worker, "explain", None)
-            status, reason = explain(exc) if explain is not None else classify(exc, None)
-            tail = ""
-            if not isinstance(exc, CandidateFault):  # the judge's own finding: its frames are the judge's
-                tail = solution_traceback(exc, getattr(worker, "solution_path", None))[-TRACEBACK_CHARS:]
-            header = {"ok": False, "status": str(status), "reason": reason, "traceback": tail}
-            if not candidate:
-                header["harness"] = True  # the reference failed: the judge's problem, not a candidate's
-            if isinstance(exc, CompileError) and exc.log:
-                header["compile_log"] = exc.log[-COMPILE_LOG_CHARS:]
+            answer = {"ok": False, **_to_wire(_failed(worker, exc, setup.role == "candidate"))}
         sent += 1
-        _send(replies, {"id": request.get("id"), "sent": sent, **header})
+        _send(replies, {"id": header.get("id"), "sent": sent, **answer})
 
 
 def main() -> None:

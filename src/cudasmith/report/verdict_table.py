@@ -114,11 +114,11 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
     if others:
         console.print(f"[dim]also {', '.join(others)} (geometric means)[/]")
     if verdict.timing:
-        graph = ", CUDA-graph replays" if verdict.timing.get("launch") == "graph" else ""
+        graph = ", CUDA-graph replays" if verdict.timing.launch == "graph" else ""
         sol = "; % SOL: of this device's measured peaks (cudasmith device)" if verdict.peaks else ""
-        console.print(f"[dim]timed with {verdict.timing.get('l2_state')} L2{graph}{sol}[/]")
+        console.print(f"[dim]timed with {verdict.timing.l2_state} L2{graph}{sol}[/]")
     for skipped in verdict.skipped_configs:
-        console.print(f"[dim]skipped config {skipped['index']}: {escape(skipped['reason'])}[/]")
+        console.print(f"[dim]skipped config {skipped.index}: {escape(skipped.reason)}[/]")
     for note in verdict.notes:
         console.print(f"[dim]note: {escape(note)}[/]")
     artifacts = verdict.artifacts

@@ -66,25 +66,26 @@ def _config_text(config: dict[str, Any] | str) -> str:
 
 
 def _mismatch_text(result: ConfigResult) -> str:
-    report = result.mismatch or {}
+    report = result.mismatch
     parts = [result.reason]
-    if "rel_err" in report:
+    if report is None:
+        return parts[0]
+    if report.rel_err is not None:
         parts.append(
-            f"rel_err {report['rel_err']:.3g} (allowed {report['rel_err_allowed']:.3g}; "
-            f"the reference's own {report.get('reference_own_rel_err', 0):.3g}), "
-            f"max abs err {report.get('max_abs_err', 0):.3g}"
+            f"rel_err {report.rel_err:.3g} (allowed {report.rel_err_allowed or 0:.3g}; "
+            f"the reference's own {report.reference_own_rel_err or 0:.3g}), "
+            f"max abs err {report.max_abs_err or 0:.3g}"
         )
     for key in ("got_nan", "expected_nan", "got_inf", "expected_inf"):
-        if key in report:
-            parts.append(f"{key.replace('_', ' ')}: {report[key]}")
-    firsts = [f for f in report.get("first", []) if isinstance(f, dict)]
+        if getattr(report, key) is not None:
+            parts.append(f"{key.replace('_', ' ')}: {getattr(report, key)}")
+    firsts = [f for f in report.first if f.expected is not None and f.got is not None]
     if firsts:
-        shown = "; ".join(f"at {f['index']} expected {f['expected']:.6g}, got {f['got']:.6g}" for f in firsts)
+        shown = "; ".join(f"at {f.index} expected {f.expected:.6g}, got {f.got:.6g}" for f in firsts)
         parts.append(f"first wrong values: {shown}")
-    if "worst" in report:
-        worst = report["worst"]
+    if (worst := report.worst) is not None and worst.expected is not None and worst.got is not None:
         parts.append(
-            f"worst: expected {worst['expected']:.6g}, got {worst['got']:.6g} (allowed error {worst['allowed']:.3g})"
+            f"worst: expected {worst.expected:.6g}, got {worst.got:.6g} (allowed error {worst.allowed or 0:.3g})"
         )
     return "\n  ".join(parts)
 
@@ -125,7 +126,7 @@ def verdict_feedback(verdict: Verdict) -> str:
     if verdict.configs:
         lines += ["", "Per config:", *_config_table(verdict)]
     for skipped in verdict.skipped_configs:
-        lines.append(f"(config {skipped['index']} not run: {skipped['reason']})")
+        lines.append(f"(config {skipped.index} not run: {skipped.reason})")
     for note in verdict.notes:
         lines.append(f"Note: {note}")
     for stream in ("stdout", "stderr"):

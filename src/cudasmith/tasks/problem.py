@@ -19,6 +19,9 @@ from typing import Any
 
 from cudasmith.errors import ProblemError, UsageError
 
+# One config of a problem: the keyword arguments its get_inputs() and get_init_inputs() take.
+Config = dict[str, Any]
+
 SUITE_DIR = Path(__file__).parent / "suite"
 L2_STATES = ("cold", "hot")
 # Levels whose tasks may keep PyTorch for the parts a candidate does not replace (reported, not refused):
@@ -34,9 +37,9 @@ class Problem:
     name: str
     path: Path
     source: str
-    configs: tuple[dict[str, Any], ...]
+    configs: tuple[Config, ...]
     # As declared: a value may be a range, drawn per session (tasks.hidden).
-    hidden_configs: tuple[dict[str, Any], ...] = ()
+    hidden_configs: tuple[Config, ...] = ()
     tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
     dtype: str | None = None
     l2_state: str = "cold"
@@ -52,7 +55,7 @@ class Problem:
         """Hash of the problem's source: the identity of its reference for caches."""
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
-    def all_configs(self) -> list[tuple[dict[str, Any], bool]]:
+    def all_configs(self) -> list[tuple[Config, bool]]:
         """Every config paired with whether it is hidden, public ones first."""
         return [(c, False) for c in self.configs] + [(c, True) for c in self.hidden_configs]
 
@@ -70,7 +73,7 @@ def load_module(path: Path, prefix: str) -> ModuleType:
     return module
 
 
-def _check_configs(path: Path, name: str, value: object, ranges: bool = False) -> tuple[dict[str, Any], ...]:
+def _check_configs(path: Path, name: str, value: object, ranges: bool = False) -> tuple[Config, ...]:
     """The configs as declared; with `ranges`, a value may be a non-empty range (drawn per session)."""
     if not isinstance(value, (list, tuple)) or not all(isinstance(c, dict) for c in value):
         raise ProblemError(f"{path}: {name} must be a list of dicts")
@@ -86,7 +89,7 @@ def _check_configs(path: Path, name: str, value: object, ranges: bool = False) -
     return tuple(dict(c) for c in value)
 
 
-def _check_accepts(path: Path, func: Any, configs: tuple[dict[str, Any], ...]) -> None:
+def _check_accepts(path: Path, func: Any, configs: tuple[Config, ...]) -> None:
     """Each config key must be a keyword argument of get_inputs/get_init_inputs (or **kwargs)."""
     params = inspect.signature(func).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):

@@ -1,0 +1,191 @@
+"""A config's typed sub-results in a verdict: a time as measured (Timing) and each baseline beside it
+(BaselineEntry). Their JSON forms are those of DESIGN.md's verdict; `from_dict` reads them back from a
+verdict's JSON (a run store's, a user's file), tolerantly: a missing field takes its default."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from cudasmith.harness.wire import JsonObject
+from cudasmith.timing.protocol import RAW_KEYS, Measurement, TimingPlan
+
+# A time's raw lists (of a measurement's samples): in a verdict's JSON only when asked for. What ran in
+# the samples (`work`) is judged in the worker and never kept.
+RAW_LISTS = tuple(key for key in RAW_KEYS if key != "work")
+
+
+def _number(value: Any) -> Any:
+    """A value of verdict JSON, with the infinities and NaNs it spells as strings ('inf') made floats."""
+    return float(value) if isinstance(value, str) and value.lower() in ("inf", "-inf", "nan") else value
+
+
+@dataclass
+class Timing:
+    """One measurement as a verdict keeps it: the statistics (computed by the judge from the samples),
+    how sampling went and stopped, the samples, and whether its window was exclusive (lease.py)."""
+
+    median_ms: float
+    ci95_ms: list[float]
+    rel_stderr: float
+    n: int
+    method: str
+    stop: str = ""
+    discarded: int = 0
+    warnings: list[str] = field(default_factory=list)
+    plan: TimingPlan | None = None
+    span_median_ms: float | None = None
+    event_median_ms: float | None = None
+    host_median_ms: float | None = None
+    clock_median_mhz: float | None = None
+    samples_ms: list[float] = field(default_factory=list)
+    span_ms: list[float] = field(default_factory=list)
+    event_ms: list[float] = field(default_factory=list)
+    host_ms: list[float] = field(default_factory=list)
+    clock_mhz: list[float] = field(default_factory=list)
+    # None where no window was checked (a verdict from before windows were).
+    exclusive: bool | None = None
+    # Where the measurement's wall time went, in seconds: "warmup", "sampling", "records".
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, measurement: Measurement, exclusive: bool | None = None) -> Timing:
+        """What a measurement says (its summary, less what ran in it)."""
+        summary = measurement.summary()
+        known = {item.name for item in fields(cls)}
+        values = {name: value for name, value in summary.items() if name in known and name != "plan"}
+        return cls(**values, plan=measurement.plan, exclusive=exclusive)
+
+    def to_dict(self, samples: bool = False) -> JsonObject:
+        """The JSON form; the raw lists only when asked for."""
+        data = asdict(self)
+        if not samples:
+            for name in RAW_LISTS:
+                data.pop(name)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> Timing:
+        known = {item.name for item in fields(cls)}
+        values = {name: _number(value) for name, value in data.items() if name in known}
+        if isinstance(values.get("plan"), dict):
+            values["plan"] = TimingPlan(**values["plan"])
+        return cls(
+            **{"median_ms": 0.0, "ci95_ms": [0.0, 0.0], "rel_stderr": 0.0, "n": 0, "method": "", **values}
+        )
+
+
+@dataclass
+class PreviousTime:
+    """A baseline's time from an earlier session: shown beside this session's, never used."""
+
+    time_ms: float
+    measured_at: str
+
+
+@dataclass
+class BaselineEntry:
+    """One baseline on one config in a verdict: its time and how it was measured, the candidate's speedup
+    against it and the baseline's % of speed of light; or why it was not timed (`error`)."""
+
+    time_ms: float | None = None
+    ci95_ms: list[float] | None = None
+    method: str = ""
+    measured: str = ""
+    measured_at: str = ""
+    times_measured: int = 0
+    exclusive: bool = True
+    previous_session: PreviousTime | None = None
+    drift: str | None = None
+    speedup: float | None = None
+    sol_pct: float | None = None
+    error: str | None = None
+
+    def to_dict(self) -> JsonObject:
+        """The JSON form: the error alone, or the time with what is known of it."""
+        if self.error is not None:
+            return {"error": self.error}
+        data = asdict(self)
+        for name in ("previous_session", "drift", "error"):
+            if data[name] is None:
+                data.pop(name)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> BaselineEntry:
+        known = {item.name for item in fields(cls)}
+        values = {name: _number(value) for name, value in data.items() if name in known}
+        if isinstance(values.get("previous_session"), dict):
+            values["previous_session"] = PreviousTime(**values["previous_session"])
+        return cls(**values)
+
+
+@dataclass
+class WrongValue:
+    """One output position that failed: where, and (when the values say it) what was expected and got."""
+
+    index: list[int]
+    expected: float | None = None
+    got: float | None = None
+    # The error allowed there (the worst position only).
+    allowed: float | None = None
+
+
+@dataclass
+class Mismatch:
+    """Where and how much an output is wrong: how many positions of how many, the first few, and for
+    floating-point outputs the errors against what was allowed and the worst position; NaN/Inf counts
+    where those were misplaced."""
+
+    mismatched: int
+    of: int = 0
+    first: list[WrongValue] = field(default_factory=list)
+    rel_err: float | None = None
+    rel_err_allowed: float | None = None
+    reference_own_rel_err: float | None = None
+    max_abs_err: float | None = None
+    worst: WrongValue | None = None
+    got_nan: int | None = None
+    expected_nan: int | None = None
+    got_inf: int | None = None
+    expected_inf: int | None = None
+
+    def to_dict(self) -> JsonObject:
+        """The JSON form: what is known (fields that do not apply are left out)."""
+        data = asdict(self)
+        return {name: value for name, value in data.items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> Mismatch:
+        known = {item.name for item in fields(cls)}
+        values = {name: _number(value) for name, value in data.items() if name in known}
+        values["first"] = [WrongValue(**v) for v in values.get("first") or [] if isinstance(v, dict)]
+        if isinstance(values.get("worst"), dict):
+            values["worst"] = WrongValue(**{"index": [], **values["worst"]})
+        return cls(**values)
+
+
+@dataclass
+class TimingReport:
+    """How a verdict's times were taken: L2 state, launch mode and plan; whether every timing window was
+    exclusive (harness/lease.py), whether and how that was verified, and how many were timed again."""
+
+    l2_state: str
+    launch: str
+    plan: TimingPlan | None = None
+    exclusive: bool | None = None
+    exclusive_verified: bool = False
+    windows: int = 0
+    retimed_windows: int = 0
+    exclusivity: str = ""
+
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> TimingReport:
+        known = {item.name for item in fields(cls)}
+        values = {name: value for name, value in data.items() if name in known}
+        if isinstance(values.get("plan"), dict):
+            values["plan"] = TimingPlan(**values["plan"])
+        return cls(**{"l2_state": "", "launch": "", **values})
