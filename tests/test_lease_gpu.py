@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cudasmith import EvalOptions, Judge, Status, evaluate
+from cudasmith.harness import sandbox
 
 from conftest import SOLUTIONS
 
@@ -95,8 +96,14 @@ def test_a_candidate_launching_gpu_work_outside_its_calls_never_reaches_another_
     print(f"honest beside a launcher: {honest.timing.retimed_windows} windows timed again, {honest.notes}")
 
 
-def test_gpu_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(tmp_path: Path) -> None:
+def test_gpu_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _nvml()
+    # Confined, the child cannot start CUDA at all (cuInit answers 304) nor write the marker outside its
+    # scratch, so the import would wait for ever: the lease's own check is what this test is about, and it
+    # must hold where no sandbox does.
+    monkeypatch.setenv(sandbox.MECHANISMS_ENV, "none")
     solution = tmp_path / "helper_process.py"
     solution.write_text(HELPER_PROCESS.replace("READY", str(tmp_path / "helper_ready")))
     options = EvalOptions(**{**TIMED.__dict__, "screen": False, "in_flight": 1})
