@@ -34,8 +34,19 @@ def _options(args: argparse.Namespace) -> Any:
     return EvalOptions(device=args.device, baselines=tuple(args.baselines.split(",")), **extra)
 
 
+def _timing(verdict: Any) -> dict[str, Any]:
+    """How the verdict's times were taken, without the plan: a TimingReport's fields, or the dict an older
+    cudasmith gave."""
+    timing = verdict.timing
+    if timing is None:
+        return {}
+    data = dict(timing.to_dict() if hasattr(timing, "to_dict") else timing)
+    data.pop("plan", None)
+    return data
+
+
 def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
-    timing = {key: value for key, value in (verdict.timing or {}).items() if key != "plan"}
+    timing = _timing(verdict)
     status = str(getattr(verdict.status, "value", verdict.status))
     return {
         "event": "candidate",
@@ -114,7 +125,7 @@ def child_interference(args: argparse.Namespace, emit: Emit) -> None:
 
 def _honest(emit: Emit, role: str, verdict: Any) -> None:
     configs = verdict.to_dict()["configs"]
-    timing = {key: value for key, value in (verdict.timing or {}).items() if key != "plan"}
+    timing = _timing(verdict)
     status = str(getattr(verdict.status, "value", verdict.status))
     times_ms = [config.get("time_ms") for config in configs]
     reason = "" if status == "correct" else verdict.reason

@@ -57,8 +57,12 @@ def test_baseline_times_kept_on_disk_are_keyed_by_the_launch_cost(
 
     monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
     identity = {"device": "NVIDIA H200", **software_versions(), "launch_us": None}
-    bare = SessionBaselines(lambda: None, ("eager",), identity)  # type: ignore[arg-type, return-value]
-    calibrated = SessionBaselines(lambda: None, ("eager",), {**identity, "launch_us": 0.74})  # type: ignore[arg-type, return-value]
+    bare = SessionBaselines(lambda: None, ("eager",), json.dumps(identity, sort_keys=True))  # type: ignore[arg-type, return-value]
+    calibrated = SessionBaselines(
+        lambda: None,  # type: ignore[arg-type, return-value]
+        ("eager",),
+        json.dumps({**identity, "launch_us": 0.74}, sort_keys=True),
+    )
     assert bare._path("eager", {"n": 1000}) != calibrated._path("eager", {"n": 1000})
     assert bare._path("eager", {"n": 1000}) == bare._path("eager", {"n": 1000})
 
