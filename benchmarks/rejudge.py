@@ -5,7 +5,7 @@ would: `cudasmith bench RUN --from CHECKOUT --rules kernelbench`.
 
     python benchmarks/rejudge.py --out rejudge.json     # on the GPU machine
 
-Prints the command's output (the re-judge table and its summary), then the wall time per solution
+Prints the command's output as it comes (its progress, the re-judge table and its summary), then the wall time per solution
 (builds included: one load_inline build of ~45 s among them) against TARGET_S_PER_SOLUTION, and each
 kernel whose verdict is not one EXPECTED.json allows. Exit code 1 on such a kernel.
 """
@@ -14,18 +14,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from cudasmith.report.rejudge import rejudged
+from rich.console import Console
+
+from cudasmith.report.rejudge import print_rejudge, rejudged
 from cudasmith.store import RunStore
 
 HERE = Path(__file__).parent / "rejudge_run"
 # The issue's bar: wall time per solution of the whole re-judge, builds included.
 TARGET_S_PER_SOLUTION = 12.0
+# The whole re-judge at most (the target is 23 x 12 s = 276 s), and how long a stopped bench may take to
+# store what it judged.
+BUDGET_S = 600.0
+STOP_GRACE_S = 30.0
 
 
 def main() -> int:
@@ -35,6 +43,13 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rules", default="kernelbench")
     parser.add_argument("--out", type=Path, help="write the numbers here (JSON)")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=BUDGET_S,
+        help=f"stop the bench after this many seconds and report what it judged (default {BUDGET_S:g})",
+    )
+    parser.add_argument("--in-flight", type=int, help="candidates in flight (the bench's --in-flight)")
     args = parser.parse_args()
     expected: dict[str, list[str]] = json.loads((HERE / "EXPECTED.json").read_text())
     with tempfile.TemporaryDirectory() as scratch:
@@ -54,23 +69,43 @@ def main() -> int:
             "--store",
             str(store_path),
         ]
+        if args.in_flight is not None:
+            command += ["--in-flight", str(args.in_flight)]
         started = time.monotonic()
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        # The command's own output (its progress, then the table) goes straight through, so a run cut
+        # off by --budget-s or by the caller still shows how far it got.
+        with subprocess.Popen(command, env={"COLUMNS": "160", **os.environ}) as bench:
+            try:
+                code = bench.wait(timeout=args.budget_s)
+            except subprocess.TimeoutExpired:
+                print(f"[rejudge] --budget-s {args.budget_s:g} s ran out: stopping the bench as Ctrl-C would")
+                bench.send_signal(signal.SIGINT)
+                try:
+                    code = bench.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    bench.kill()
+                    code = bench.wait()
         wall_s = time.monotonic() - started
-        print(done.stdout)
-        if done.returncode != 0:
-            print(done.stderr, file=sys.stderr)
+        runs = []
+        if store_path.exists():
+            with RunStore(store_path) as store:
+                runs = store.runs()
+                kernels = rejudged(store.candidates(runs[-1].id)) if runs else []
+        if not runs:
+            print(f"[rejudge] the bench stored no run (exit code {code})", file=sys.stderr)
             return 1
-        with RunStore(store_path) as store:
-            kernels = rejudged(store.candidates(store.runs()[-1].id))
     per_solution = wall_s / max(1, len(kernels))
+    cut = len(kernels) < len(expected)
     wrong = {
         k.file: (k.kind, expected.get(k.file)) for k in kernels if k.kind not in expected.get(k.file, [])
     }
     print(
         f"{len(kernels)} solutions in {wall_s:.0f} s: {per_solution:.1f} s per solution "
         f"(target {TARGET_S_PER_SOLUTION:g} s), builds included"
+        + (f"; {len(expected) - len(kernels)} of {len(expected)} not judged (cut off)" if cut else "")
     )
+    if cut:  # the bench printed no table of its own
+        print_rejudge(kernels, Console(width=160))
     for name, (got, allowed) in wrong.items():
         print(f"UNEXPECTED {name}: {got} (expected one of {allowed})")
     if args.out:
@@ -80,9 +115,11 @@ def main() -> int:
             "s_per_solution": per_solution,
             "kinds": {k.file: k.kind for k in kernels},
             "unexpected": wrong,
+            "not_judged": len(expected) - len(kernels),
+            "exit_code": code,
         }
         args.out.write_text(json.dumps(numbers, indent=2))
-    return 1 if wrong or len(kernels) != len(expected) else 0
+    return 1 if wrong or cut or code != 0 else 0
 
 
 if __name__ == "__main__":
