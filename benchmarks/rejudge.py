@@ -5,9 +5,11 @@ would: `cudasmith bench RUN --from CHECKOUT --rules kernelbench`.
 
     python benchmarks/rejudge.py --out rejudge.json     # on the GPU machine
 
-Prints the command's output as it comes (its progress, the re-judge table and its summary), then the wall time per solution
-(builds included: one load_inline build of ~45 s among them) against TARGET_S_PER_SOLUTION, and each
-kernel whose verdict is not one EXPECTED.json allows. Exit code 1 on such a kernel.
+The device's facts (`cudasmith device`: peaks and launch cost, measured once per machine) are measured
+first and not counted, as in throughput.py. Prints the command's output as it comes (its progress, the
+re-judge table and its summary), then the wall time per solution (builds included: one load_inline build
+of ~45 s among them) against TARGET_S_PER_SOLUTION, and each kernel whose verdict is not one
+EXPECTED.json allows. Exit code 1 on such a kernel, or when --budget-s cut the bench off.
 """
 
 from __future__ import annotations
@@ -71,6 +73,20 @@ def main() -> int:
         ]
         if args.in_flight is not None:
             command += ["--in-flight", str(args.in_flight)]
+        # The device's peaks (for % of speed of light) are measured once per machine and cached, as in
+        # throughput.py: measured here first, apart, so the time per solution is the re-judge's own.
+        facts_started = time.monotonic()
+        facts = subprocess.run(
+            [sys.executable, "-m", "cudasmith", "device", "--json", "--device", args.device],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        facts_s = time.monotonic() - facts_started
+        print(
+            f"[rejudge] the device's facts (cudasmith device, once per machine, not counted): {facts_s:.1f} s, "
+            f"exit code {facts.returncode}"
+        )
         started = time.monotonic()
         # The command's own output (its progress, then the table) goes straight through, so a run cut
         # off by --budget-s or by the caller still shows how far it got.
@@ -117,6 +133,7 @@ def main() -> int:
             "unexpected": wrong,
             "not_judged": len(expected) - len(kernels),
             "exit_code": code,
+            "device_facts_s": facts_s,
         }
         args.out.write_text(json.dumps(numbers, indent=2))
     return 1 if wrong or cut or code != 0 else 0
