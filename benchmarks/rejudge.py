@@ -6,7 +6,8 @@ would: `cudasmith bench RUN --from CHECKOUT --rules kernelbench`.
     python benchmarks/rejudge.py --out rejudge.json     # on the GPU machine
 
 The device's facts (`cudasmith device`: peaks and launch cost, measured once per machine) are measured
-first and not counted, as in throughput.py. Prints the command's output as it comes (its progress, the
+first and not counted, as in throughput.py; the bench then runs on empty compile caches, so that every
+build is paid for even on a machine that ran it before. Prints the command's output as it comes (its progress, the
 re-judge table and its summary), then the wall time per solution (builds included: one load_inline build
 of ~45 s among them) against TARGET_S_PER_SOLUTION, and each kernel whose verdict is not one
 EXPECTED.json allows. Exit code 1 on such a kernel, or when --budget-s cut the bench off.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +29,7 @@ from pathlib import Path
 from rich.console import Console
 
 from cudasmith.report.rejudge import print_rejudge, rejudged
+from cudasmith.runtime.cache import cache_dir
 from cudasmith.store import RunStore
 
 HERE = Path(__file__).parent / "rejudge_run"
@@ -36,6 +39,22 @@ TARGET_S_PER_SOLUTION = 12.0
 # store what it judged.
 BUDGET_S = 600.0
 STOP_GRACE_S = 30.0
+
+
+def fresh_caches(scratch: Path) -> dict[str, str]:
+    """Empty compile caches (cudasmith's, torch extensions', Triton's) holding only the device's facts, so
+    that every build is paid again even on a machine that ran this before; wide output for the table."""
+    cache = scratch / "cudasmith-cache"
+    measured = cache_dir("device")
+    if measured.is_dir():
+        shutil.copytree(measured, cache / "device", dirs_exist_ok=True)
+    return dict(
+        os.environ,
+        COLUMNS="160",
+        CUDASMITH_CACHE=str(cache),
+        TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"),
+        TRITON_CACHE_DIR=str(scratch / "triton"),
+    )
 
 
 def main() -> int:
@@ -87,10 +106,11 @@ def main() -> int:
             f"[rejudge] the device's facts (cudasmith device, once per machine, not counted): {facts_s:.1f} s, "
             f"exit code {facts.returncode}"
         )
+        env = fresh_caches(Path(scratch))
         started = time.monotonic()
         # The command's own output (its progress, then the table) goes straight through, so a run cut
         # off by --budget-s or by the caller still shows how far it got.
-        with subprocess.Popen(command, env={"COLUMNS": "160", **os.environ}) as bench:
+        with subprocess.Popen(command, env=env) as bench:
             try:
                 code = bench.wait(timeout=args.budget_s)
             except subprocess.TimeoutExpired:
