@@ -1,6 +1,5 @@
 """The on-disk cache (compiled kernels, baseline times, device measurements), shared by every process of
-a machine: ~/.cache/cudasmith, or wherever CUDASMITH_CACHE points. Each kind lives in its own folder.
-What one process compiled it keeps in a `ProcessCache`."""
+a machine: ~/.cache/cudasmith, or wherever CUDASMITH_CACHE points. Each kind lives in its own folder."""
 
 from __future__ import annotations
 
@@ -8,10 +7,8 @@ import hashlib
 import os
 import shutil
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
 
 from cudasmith.errors import UsageError
 from cudasmith.runtime import seal
@@ -30,8 +27,6 @@ BUILD_DIR_ENV = "CUDASMITH_BUILD_DIR"
 BUILT_KINDS = ("cuda", "cpu")
 # What the MAC of a compiled artefact in the shared cache says it is.
 ARTIFACT_PURPOSE = "compiled-artifact"
-
-Built = TypeVar("Built")
 
 
 def cache_root() -> Path:
@@ -157,34 +152,3 @@ def write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-class ProcessCache(Generic[Built]):
-    """What this process compiled (kernels, C functions), by content key; its threads share it."""
-
-    def __init__(self) -> None:
-        self._built: dict[str, Built] = {}
-        self.lock = threading.Lock()
-
-    @staticmethod
-    def key(key: str, disk_cache: bool) -> str:
-        """The key in this cache: a build made in memory (`disk_cache=False`) has keys of its own, so a
-        library from the shared cache on disk never stands in for it."""
-        return key if disk_cache else content_key(key, "memory")
-
-    def get(self, key: str) -> Built | None:
-        with self.lock:
-            return self._built.get(key)
-
-    def add(self, key: str, built: Built) -> Built:
-        with self.lock:
-            self._built[key] = built
-        return built
-
-    def values(self) -> list[Built]:
-        with self.lock:
-            return list(self._built.values())
-
-    def clear(self) -> None:
-        with self.lock:
-            self._built.clear()

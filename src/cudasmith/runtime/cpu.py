@@ -25,14 +25,8 @@ from typing import Any
 from cudasmith.errors import CompileError, CudasmithError, ForbiddenBuild
 from cudasmith.hardware import cpu_name
 from cudasmith.runtime.args import pack_arguments
-from cudasmith.runtime.cache import (
-    ProcessCache,
-    artifact_trusted,
-    cache_dir,
-    content_key,
-    seal_artifact,
-    write_atomically,
-)
+from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
+from cudasmith.runtime.compiled import ProcessCache
 from cudasmith.runtime.signature import Param, parse_signature
 
 # OpenMP is on so that kernels can use every core with a pragma; -march=native because the

@@ -22,14 +22,8 @@ from typing import Any
 
 from cudasmith.errors import CompileError, CudasmithError, KernelLaunchError, NoGpuError
 from cudasmith.runtime.args import pack_arguments
-from cudasmith.runtime.cache import (
-    ProcessCache,
-    artifact_trusted,
-    cache_dir,
-    content_key,
-    seal_artifact,
-    write_atomically,
-)
+from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
+from cudasmith.runtime.compiled import ProcessCache
 from cudasmith.runtime.signature import Param, parse_signature
 
 # Above this much dynamic shared memory a kernel must opt in through a function attribute.
