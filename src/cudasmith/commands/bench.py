@@ -13,22 +13,20 @@ from rich.console import Console
 from cudasmith.commands.common import stderr
 from cudasmith.commands.judging import JudgeFlags, judging
 from cudasmith.commands.options import (
-    AddressOption,
     BudgetOption,
-    BuildWorkersOption,
     ConfigOption,
     CountOption,
     DepthOption,
-    ExecutorOption,
     FromOption,
-    GpusOption,
     JsonOption,
+    LaneFlags,
     LevelOption,
     ModelsOption,
     ResumeOption,
     StoreOption,
     StrategyOption,
     TasksOption,
+    in_lanes,
 )
 from cudasmith.commands.store import existing_store, store_to_write
 from cudasmith.errors import UsageError
@@ -87,6 +85,7 @@ def _solution_folder(folder: Path, kernelbench: Path | None, skip_unknown: bool)
 
 
 @judging
+@in_lanes
 def bench_command(
     folder: Annotated[
         Path | None,
@@ -113,11 +112,8 @@ def bench_command(
     resume: ResumeOption = None,
     as_json: JsonOption = False,
     store: StoreOption = None,
-    executor: ExecutorOption = "local",
-    gpus: GpusOption = None,
-    address: AddressOption = None,
-    build_workers: BuildWorkersOption = None,
     *,
+    lane_flags: LaneFlags,
     judge: JudgeFlags,
 ) -> None:
     """Bench kernels over tasks: a folder of existing solutions, or a model (--model) over a level or
@@ -135,7 +131,6 @@ def bench_command(
     """
     from cudasmith.bench.folder import FOLDER_STRATEGY, bench_folder
     from cudasmith.bench.model import ModelBench
-    from cudasmith.exec import Lanes
     from cudasmith.report.bench_progress import bench_progress
     from cudasmith.report.leaderboard import print_leaderboard, print_run_details
     from cudasmith.report.rejudge import print_rejudge, rejudged, summarize_rejudge
@@ -150,7 +145,7 @@ def bench_command(
         raise UsageError("give a folder of solutions or --model, not both")
     if folder is not None and (level is not None or task):
         raise UsageError("--level and --task choose tasks for --model; a folder's files name their tasks")
-    lanes = Lanes(executor, gpus, address, build_workers)
+    lanes = lane_flags.lanes()
     options = None if resume is not None else judge.options()
     found = None if folder is None else _solution_folder(folder, from_dir, skip_unknown)
     with store_to_write(store) as where, existing_store(where) if resume else RunStore(where) as opened:

@@ -7,15 +7,13 @@ place, in the help's "Judging" panel. A new judging flag is a field here and a l
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cudasmith.commands.bundle import bundled
 from cudasmith.commands.common import command_device
 from cudasmith.commands.options import JUDGING, DeviceOption
 from cudasmith.errors import UsageError
@@ -214,24 +212,4 @@ class JudgeFlags:
 
 def judging(command: Callable[..., Any]) -> Callable[..., Any]:
     """The command, taking the judging flags in place of its `judge: JudgeFlags` parameter."""
-    hints = typing.get_type_hints(JudgeFlags, include_extras=True)
-    flags = [
-        inspect.Parameter(
-            field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=hints[field.name]
-        )
-        for field in dataclasses.fields(JudgeFlags)
-    ]
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "judge"]
-    clash = {p.name for p in own} & {p.name for p in flags}
-    if clash:
-        raise TypeError(f"{command.__name__} declares judging flags itself: {', '.join(sorted(clash))}")
-
-    @functools.wraps(command)
-    def run(**values: Any) -> Any:
-        judge = JudgeFlags(**{p.name: values.pop(p.name) for p in flags})
-        return command(**values, judge=judge)
-
-    # Typer reads both: the signature for the parameters, the annotations for their types.
-    run.__signature__ = inspect.Signature([*own, *flags])  # type: ignore[attr-defined]
-    run.__annotations__ = {p.name: p.annotation for p in (*own, *flags)}
-    return run
+    return bundled(command, "judge", JudgeFlags)

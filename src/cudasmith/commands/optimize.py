@@ -12,16 +12,13 @@ from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem, 
 from cudasmith.commands.judging import JudgeFlags, judging
 from cudasmith.commands.options import (
     MODELS,
-    AddressOption,
     BudgetOption,
-    BuildWorkersOption,
     ConfigOption,
     CountOption,
     DepthOption,
-    ExecutorOption,
     FromOption,
-    GpusOption,
     JsonOption,
+    LaneFlags,
     ModelsOption,
     OutputOption,
     ProblemOption,
@@ -31,6 +28,7 @@ from cudasmith.commands.options import (
     TaskArgument,
     TaskOption,
     TemplatesOption,
+    in_lanes,
 )
 from cudasmith.commands.store import existing_store, store_to_write
 from cudasmith.errors import UsageError
@@ -44,6 +42,7 @@ def _weights(text: str | None) -> tuple[float, ...] | None:
 
 
 @judging
+@in_lanes
 def optimize_command(
     named: TaskArgument = None,
     task: TaskOption = None,
@@ -78,11 +77,8 @@ def optimize_command(
     as_json: JsonOption = False,
     config: ConfigOption = None,
     templates: TemplatesOption = None,
-    executor: ExecutorOption = "local",
-    gpus: GpusOption = None,
-    address: AddressOption = None,
-    build_workers: BuildWorkersOption = None,
     *,
+    lane_flags: LaneFlags,
     judge: JudgeFlags,
 ) -> None:
     """Search for a faster kernel of TASK with language models: N candidates per round, D rounds, each
@@ -131,10 +127,7 @@ def optimize_command(
             llm_config=load_llm_config(config),
             options=options,
             templates=templates or templates_from_config(config),
-            executor=executor,
-            gpus=gpus,
-            address=address,
-            build_workers=build_workers,
+            **lane_flags.lanes().as_kwargs(),
             on_change=on_change,
         )
     if as_json:

@@ -1,5 +1,6 @@
 """The options of `cudasmith`, each defined once: every command that has one spells it, abbreviates it
-and explains it the same way. Judging options are bundled in cudasmith.commands.judging.
+and explains it the same way. Judging options are bundled in cudasmith.commands.judging, the lanes'
+in `LaneFlags`.
 
 Every option that takes a value names it (METAVAR), so help never shows Typer's `<str>` or `<path>`.
 Defaults that live in the library are spelled out here, since `--help` must not import torch; the
@@ -7,10 +8,17 @@ tests keep them in step."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from cudasmith.commands.bundle import bundled
+
+if TYPE_CHECKING:
+    from cudasmith.exec import Lanes
 
 # The help panels that group options beyond a command's own.
 JUDGING = "Judging"
@@ -232,6 +240,27 @@ BuildWorkersOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+@dataclass(frozen=True)
+class LaneFlags:
+    """What the lane flags of a command said."""
+
+    executor: ExecutorOption = "local"
+    gpus: GpusOption = None
+    address: AddressOption = None
+    build_workers: BuildWorkersOption = None
+
+    def lanes(self) -> Lanes:
+        """The lanes they choose (checked when a run starts)."""
+        from cudasmith.exec import Lanes
+
+        return Lanes(self.executor, self.gpus, self.address, self.build_workers)
+
+
+def in_lanes(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command, taking the lane flags in place of its `lane_flags: LaneFlags` parameter."""
+    return bundled(command, "lane_flags", LaneFlags)
 
 
 def version_callback(value: bool) -> None:

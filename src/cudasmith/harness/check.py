@@ -245,34 +245,22 @@ def compare_outputs(
 ) -> Comparison:
     """Compare every output of a call; the first failing one decides (`scale` as in compare). KernelBench's
     own check of the same outputs rides along (Comparison.kernelbench)."""
-    comparison = _compare_outputs(candidate, reference, reference64, overrides, scale)
+    comparison = _structure(candidate, reference)
+    if comparison is None:
+        comparison = Comparison(True, "match")  # the worst match so far, until an output fails
+        for index, (got, expected) in enumerate(zip(candidate, reference, strict=True)):
+            label = f"output {index}: " if len(reference) > 1 else ""
+            expected64 = None if reference64 is None else reference64[index]
+            result = compare(got, expected, expected64, tolerance_for(expected.dtype, overrides), scale)
+            if not result.ok:
+                result.reason = label + result.reason
+                comparison = result
+                break
+            if result.rel_err >= comparison.rel_err:
+                worst_abs = max(comparison.max_abs_err, result.max_abs_err)
+                comparison = Comparison(True, label + result.reason, result.rel_err, worst_abs)
     comparison.kernelbench = kernelbench_allclose(candidate, reference)
     return comparison
-
-
-def _compare_outputs(
-    candidate: list[torch.Tensor],
-    reference: list[torch.Tensor],
-    reference64: list[torch.Tensor] | None,
-    overrides: dict[str, dict[str, float]],
-    scale: float | None,
-) -> Comparison:
-    wrong_structure = _structure(candidate, reference)
-    if wrong_structure is not None:
-        return wrong_structure
-    worst = Comparison(True, "match")
-    for index, (got, expected) in enumerate(zip(candidate, reference, strict=True)):
-        label = f"output {index}: " if len(reference) > 1 else ""
-        expected64 = None if reference64 is None else reference64[index]
-        result = compare(got, expected, expected64, tolerance_for(expected.dtype, overrides), scale)
-        if not result.ok:
-            result.reason = label + result.reason
-            return result
-        if result.rel_err >= worst.rel_err:
-            worst = Comparison(
-                True, label + result.reason, result.rel_err, max(worst.max_abs_err, result.max_abs_err)
-            )
-    return worst
 
 
 def judge(

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from cudasmith.device import known_device
 from cudasmith.errors import UsageError
 from cudasmith.harness import sandbox
-from cudasmith.harness.wire import JsonObject
+from cudasmith.harness.wire import JsonObject, known_fields
 from cudasmith.timing.protocol import L2_STATES
 
 # Each config is checked on this many independently drawn input sets.
@@ -154,8 +154,8 @@ class EvalOptions:
     @classmethod
     def from_stored(cls, data: JsonObject, seed: int | None) -> EvalOptions:
         """Options a run stored; fields this version no longer has (a run from an older one) are dropped."""
-        known = {item.name for item in fields(cls)}
-        values = {name: value for name, value in data.items() if name in known and name != "seed"}
+        values = known_fields(cls, data)
+        values.pop("seed", None)
         for name in ("allow_torch_ops", "baselines"):
             if isinstance(values.get(name), list):
                 values[name] = tuple(values[name])

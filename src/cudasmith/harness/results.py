@@ -4,10 +4,9 @@ verdict's JSON (a run store's, a user's file), tolerantly: a missing field takes
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
 
-from cudasmith.harness.wire import JsonObject
+from cudasmith.harness.wire import JsonObject, known_fields
 from cudasmith.timing.protocol import RAW_KEYS, Measurement, TimingPlan
 
 # A time's raw lists (of a measurement's samples): in a verdict's JSON only when asked for. What ran in
@@ -15,9 +14,13 @@ from cudasmith.timing.protocol import RAW_KEYS, Measurement, TimingPlan
 RAW_LISTS = tuple(key for key in RAW_KEYS if key != "work")
 
 
-def _number(value: Any) -> Any:
-    """A value of verdict JSON, with the infinities and NaNs it spells as strings ('inf') made floats."""
-    return float(value) if isinstance(value, str) and value.lower() in ("inf", "-inf", "nan") else value
+def _numbers(values: JsonObject) -> JsonObject:
+    """Values of verdict JSON, with the infinities and NaNs it spells as strings ('inf') made floats."""
+    spelled = ("inf", "-inf", "nan")
+    return {
+        name: float(value) if isinstance(value, str) and value.lower() in spelled else value
+        for name, value in values.items()
+    }
 
 
 @dataclass
@@ -51,9 +54,8 @@ class Timing:
     @classmethod
     def of(cls, measurement: Measurement, exclusive: bool | None = None) -> Timing:
         """What a measurement says (its summary, less what ran in it)."""
-        summary = measurement.summary()
-        known = {item.name for item in fields(cls)}
-        values = {name: value for name, value in summary.items() if name in known and name != "plan"}
+        values = known_fields(cls, measurement.summary())
+        values.pop("plan", None)
         return cls(**values, plan=measurement.plan, exclusive=exclusive)
 
     def to_dict(self, samples: bool = False) -> JsonObject:
@@ -66,8 +68,7 @@ class Timing:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> Timing:
-        known = {item.name for item in fields(cls)}
-        values = {name: _number(value) for name, value in data.items() if name in known}
+        values = _numbers(known_fields(cls, data))
         if isinstance(values.get("plan"), dict):
             values["plan"] = TimingPlan(**values["plan"])
         return cls(
@@ -113,8 +114,7 @@ class BaselineEntry:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> BaselineEntry:
-        known = {item.name for item in fields(cls)}
-        values = {name: _number(value) for name, value in data.items() if name in known}
+        values = _numbers(known_fields(cls, data))
         if isinstance(values.get("previous_session"), dict):
             values["previous_session"] = PreviousTime(**values["previous_session"])
         return cls(**values)
@@ -157,8 +157,7 @@ class Mismatch:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> Mismatch:
-        known = {item.name for item in fields(cls)}
-        values = {name: _number(value) for name, value in data.items() if name in known}
+        values = _numbers(known_fields(cls, data))
         values["first"] = [WrongValue(**v) for v in values.get("first") or [] if isinstance(v, dict)]
         if isinstance(values.get("worst"), dict):
             values["worst"] = WrongValue(**{"index": [], **values["worst"]})
@@ -184,8 +183,7 @@ class TimingReport:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> TimingReport:
-        known = {item.name for item in fields(cls)}
-        values = {name: value for name, value in data.items() if name in known}
+        values = known_fields(cls, data)
         if isinstance(values.get("plan"), dict):
             values["plan"] = TimingPlan(**values["plan"])
         return cls(**{"l2_state": "", "launch": "", **values})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -11,7 +11,7 @@ from cudasmith.device import DevicePeaks
 from cudasmith.errors import UsageError
 from cudasmith.harness.results import BaselineEntry, Mismatch, Timing, TimingReport
 from cudasmith.harness.roofline import Roofline
-from cudasmith.harness.wire import JsonObject
+from cudasmith.harness.wire import JsonObject, known_fields
 from cudasmith.tasks.problem import Config
 
 
@@ -122,7 +122,7 @@ class ConfigResult:
     @classmethod
     def from_dict(cls, data: JsonObject) -> ConfigResult:
         """From its JSON form; unknown keys are ignored."""
-        values = {k: v for k, v in data.items() if k in {f.name for f in fields(cls)}}
+        values = known_fields(cls, data)
         if values.get("status") in CONFIG_STATUSES:
             values["status"] = Status(values["status"])
         for name in ("timing", "baseline_timing"):
@@ -206,8 +206,9 @@ class Verdict:
         if not isinstance(data, dict) or data.get("status") not in STATUSES or "reason" not in data:
             raise UsageError("not a verdict: a JSON object with a known 'status' and a 'reason' is expected")
         configs = [ConfigResult.from_dict(entry) for entry in data.get("configs", [])]
-        known = {f.name for f in fields(cls)} - {"configs"}
-        values = {"task": "", "solution": "", "device": "", **{k: v for k, v in data.items() if k in known}}
+        known = known_fields(cls, data)
+        known.pop("configs", None)
+        values = {"task": "", "solution": "", "device": "", **known}
         values["status"] = Status(values["status"])
         if isinstance(values.get("timing"), dict):
             values["timing"] = TimingReport.from_dict(values["timing"]) if values["timing"] else None

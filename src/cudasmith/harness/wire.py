@@ -22,6 +22,13 @@ T = TypeVar("T")
 JsonObject = dict[str, Any]
 
 
+def known_fields(cls: type, data: JsonObject) -> JsonObject:
+    """The entries of `data` that name a field of the dataclass `cls`: what a tolerant reader keeps of
+    JSON another version wrote (a key it does not know is dropped; a field missing takes its default)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {name: value for name, value in data.items() if name in names}
+
+
 class MalformedMessage(Exception):
     """A message whose fields are not what its type says."""
 

@@ -26,6 +26,7 @@ from cudasmith.errors import CompileError, CudasmithError, ForbiddenBuild
 from cudasmith.hardware import cpu_name
 from cudasmith.runtime.args import pack_arguments
 from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
+from cudasmith.runtime.compiled import ProcessCache
 from cudasmith.runtime.signature import Param, parse_signature
 
 # OpenMP is on so that kernels can use every core with a pragma; -march=native because the
@@ -78,8 +79,7 @@ class CFunction:
         self._function(*pack_arguments(self.params, args, "cpu", f"function {self.name}"))
 
 
-_compiled: dict[str, CFunction] = {}
-_compiled_lock = threading.Lock()
+_compiled: ProcessCache[CFunction] = ProcessCache()
 
 
 def compile_c(
@@ -98,48 +98,33 @@ def compile_c(
     compiler, version = _compiler(language)
     all_flags = [*DEFAULT_FLAGS, LANGUAGES[language][2], *flags]
     key = content_key(source, name, language, "\0".join(all_flags), version, platform.machine(), cpu_name())
-    key = key if disk_cache else content_key(key, "memory")
-    with _compiled_lock:
-        if key in _compiled:
-            return _compiled[key]
+    key = _compiled.key(key, disk_cache)
+    if (function := _compiled.get(key)) is not None:
+        return function
     params = parse_signature(source, name)
     started = time.perf_counter()
     if not disk_cache:
         library, log = _build_in_memory(compiler, all_flags, language, source, name)
-        function = CFunction(name, library, params, log, time.perf_counter() - started)
-        with _compiled_lock:
-            _compiled[key] = function
-        return function
+        return _compiled.add(key, CFunction(name, library, params, log, time.perf_counter() - started))
     directory = cache_dir("cpu")
     with _building(key):  # one build of a key at a time in this process; other processes may race
-        with _compiled_lock:
-            if key in _compiled:
-                return _compiled[key]
+        if (function := _compiled.get(key)) is not None:
+            return function
         library_path = directory / f"{key}.so"
         log, from_cache = "", library_path.is_file() and artifact_trusted(key, library_path)
         if not from_cache:
             source_path = directory / f"{key}{LANGUAGES[language][3]}"
             write_atomically(source_path, source.encode())
             build_path = directory / f"{key}.{os.getpid()}.{threading.get_ident()}.so"
+            command = [compiler, *all_flags, str(source_path), "-o", str(build_path)]
             try:
-                result = subprocess.run(
-                    [compiler, *all_flags, str(source_path), "-o", str(build_path)],
-                    capture_output=True,
-                    text=True,
-                    timeout=COMPILE_TIMEOUT_S,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                raise CompileError(f"{Path(compiler).name} took longer than {COMPILE_TIMEOUT_S} s") from None
-            log = (result.stderr + result.stdout).replace(str(source_path), "kernel" + LANGUAGES[language][3])
-            if result.returncode != 0:
+                log = _run(command, shown={str(source_path): "kernel" + LANGUAGES[language][3]})
+            except CompileError:
                 build_path.unlink(missing_ok=True)
-                raise CompileError.from_log(Path(compiler).name, log)
+                raise
             library_path = _publish(key, build_path, library_path)
         function = CFunction(name, library_path, params, log, time.perf_counter() - started, from_cache)
-        with _compiled_lock:
-            _compiled[key] = function
-        return function
+        return _compiled.add(key, function)
 
 
 _build_locks: dict[str, threading.Lock] = {}
@@ -147,7 +132,7 @@ _build_locks: dict[str, threading.Lock] = {}
 
 @contextmanager
 def _building(key: str) -> Iterator[None]:
-    with _compiled_lock:
+    with _compiled.lock:
         lock = _build_locks.setdefault(key, threading.Lock())
     with lock:
         yield
@@ -169,8 +154,14 @@ def _publish(key: str, built: Path, library: Path) -> Path:
     return library
 
 
-def _run(command: list[str], stdin: bytes, descriptors: tuple[int, ...]) -> str:
-    """Run the compiler with `descriptors` inherited; its log, or a CompileError."""
+def _run(
+    command: list[str],
+    stdin: bytes | None = None,
+    descriptors: tuple[int, ...] = (),
+    shown: dict[str, str] | None = None,
+) -> str:
+    """Run the compiler with `descriptors` inherited; its log (each key of `shown` in it replaced by its
+    value: a cache path by the name the kernel's author knows), or a CompileError."""
     try:
         result = subprocess.run(
             command,
@@ -183,6 +174,8 @@ def _run(command: list[str], stdin: bytes, descriptors: tuple[int, ...]) -> str:
     except subprocess.TimeoutExpired:
         raise CompileError(f"{Path(command[0]).name} took longer than {COMPILE_TIMEOUT_S} s") from None
     log = (result.stderr + result.stdout).decode(errors="replace")
+    for path, name in (shown or {}).items():
+        log = log.replace(path, name)
     if result.returncode != 0:
         raise CompileError.from_log(Path(command[0]).name, log)
     return log

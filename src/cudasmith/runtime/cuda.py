@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any
 from cudasmith.errors import CompileError, CudasmithError, KernelLaunchError, NoGpuError
 from cudasmith.runtime.args import pack_arguments
 from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
+from cudasmith.runtime.compiled import ProcessCache
 from cudasmith.runtime.signature import Param, parse_signature
 
 # Above this much dynamic shared memory a kernel must opt in through a function attribute.
@@ -242,14 +242,12 @@ class CudaKernel:
             )
 
 
-_compiled: dict[str, CudaKernel] = {}
-_compiled_lock = threading.Lock()
+_compiled: ProcessCache[CudaKernel] = ProcessCache()
 
 
 def compiled_kernel_names() -> set[str]:
     """The names (as compiled: extern "C" names, or mangled C++ names) of every kernel compiled here."""
-    with _compiled_lock:
-        return {kernel.lowered_name for kernel in _compiled.values()}
+    return {kernel.lowered_name for kernel in _compiled.values()}
 
 
 def compile_cuda(
@@ -271,10 +269,9 @@ def compile_cuda(
     all_options = [f"--gpu-architecture={arch}", "-std=c++17", *options]
     all_options += [f"-I{d}" for d in include_dirs()]
     key = content_key(source, name, "\0".join(all_options), _nvrtc_version())
-    key = key if disk_cache else content_key(key, "memory")
-    with _compiled_lock:
-        if key in _compiled:
-            return _compiled[key]
+    key = _compiled.key(key, disk_cache)
+    if (kernel := _compiled.get(key)) is not None:
+        return kernel
     params = parse_signature(source, name)
     started = time.perf_counter()
     directory = cache_dir("cuda")
@@ -292,6 +289,4 @@ def compile_cuda(
             seal_artifact(key, cubin_path, meta_path)
         kernel = CudaKernel(name, lowered, arch, cubin, params, log)
     kernel.compile_seconds = time.perf_counter() - started
-    with _compiled_lock:
-        _compiled[key] = kernel
-    return kernel
+    return _compiled.add(key, kernel)

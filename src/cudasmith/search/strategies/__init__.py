@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from cudasmith.search.strategies.base import (
-    Event,
-    Proposal,
-    SearchCandidate,
-    SearchContext,
-    Strategy,
-    best,
-)
+from cudasmith.search.strategies.base import SearchContext, Strategy, best
 from cudasmith.search.strategies.evolve import Evolve
 from cudasmith.search.strategies.fsr import FSR
 from cudasmith.search.strategies.oneshot import OneShot
@@ -19,11 +12,8 @@ STRATEGIES: dict[str, type[Strategy]] = {"fsr": FSR, "evolve": Evolve, "one-shot
 __all__ = [
     "FSR",
     "STRATEGIES",
-    "Event",
     "Evolve",
     "OneShot",
-    "Proposal",
-    "SearchCandidate",
     "SearchContext",
     "Strategy",
     "best",

@@ -1,0 +1,39 @@
+"""Flags that several commands share, taken as one dataclass: a command decorated with `bundled`
+declares a parameter of the dataclass's type, and Typer sees the dataclass's fields (each an annotated
+option) in its place, after the command's own parameters."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+
+def bundled(command: Callable[..., Any], parameter: str, flags_class: type) -> Callable[..., Any]:
+    """`command`, taking the fields of `flags_class` as flags in place of its `parameter`."""
+    hints = typing.get_type_hints(flags_class, include_extras=True)
+    flags = [
+        inspect.Parameter(
+            field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=hints[field.name]
+        )
+        for field in dataclasses.fields(flags_class)
+    ]
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != parameter]
+    clash = {p.name for p in own} & {p.name for p in flags}
+    if clash:
+        raise TypeError(
+            f"{command.__name__} declares {flags_class.__name__} flags itself: {', '.join(sorted(clash))}"
+        )
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        bundle = flags_class(**{p.name: values.pop(p.name) for p in flags})
+        return command(**values, **{parameter: bundle})
+
+    # Typer reads both: the signature for the parameters, the annotations for their types.
+    run.__signature__ = inspect.Signature([*own, *flags])  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in (*own, *flags)}
+    return run
