@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -64,11 +65,35 @@ def fresh_env(folder: Path) -> dict[str, str]:
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, str, str]:
+    """Run one row's command; its progress lines (stderr, with their seconds) are echoed as they come, so
+    that a slow row shows where its time went."""
     started = time.monotonic()
-    done = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=EVAL_TIMEOUT_S, check=False
-    )
-    return time.monotonic() - started, done.stdout, done.stderr
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        lines: list[str] = []
+        outputs: list[str] = []
+
+        def echo() -> None:
+            for line in process.stderr:  # type: ignore[union-attr]
+                lines.append(line)
+                print(f"  | {line.rstrip()}", flush=True)
+
+        readers = [
+            threading.Thread(target=echo, daemon=True),
+            threading.Thread(target=lambda: outputs.append(process.stdout.read()), daemon=True),  # type: ignore[union-attr]
+        ]
+        for reader in readers:
+            reader.start()
+        try:
+            process.wait(timeout=EVAL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+        out = "".join(outputs)
+    return time.monotonic() - started, out, "".join(lines)
 
 
 def main() -> None:
