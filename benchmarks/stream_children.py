@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +60,42 @@ def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
     }
 
 
+class Phases:
+    """What each candidate in flight is doing, from the session's progress lines: an event each time a
+    candidate's line changes (seconds since its task's session began), so that a row cut off by its share
+    of the budget shows where its candidates were, and a slow one where their time went."""
+
+    def __init__(self, emit: Emit, started: float, root: Path) -> None:
+        self._emit = emit
+        self._started = started
+        self._root = root
+        self._names: dict[str, str] = {}  # thread name -> the candidate that thread judges
+        self._last: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def judging(self, judge: Any) -> None:
+        """Wrap `judge.judge` so that each thread's lines are the candidate's it judges."""
+        original = judge.judge
+
+        def judge_one(solution: Any) -> Any:
+            with self._lock:
+                path = Path(solution)
+                name = path.relative_to(self._root) if path.is_relative_to(self._root) else path.name
+                self._names[threading.current_thread().name] = str(name)
+            return original(solution)
+
+        judge.judge = judge_one
+
+    def __call__(self, what: str, done: int = 0, total: int = 0) -> None:
+        thread = threading.current_thread().name
+        with self._lock:
+            name = self._names.get(thread, thread)
+            if self._last.get(name) == what:
+                return
+            self._last[name] = what
+        self._emit(event="phase", name=name, what=what[:120], t=round(time.perf_counter() - self._started, 3))
+
+
 def child_stream(args: argparse.Namespace, emit: Emit) -> None:
     """Each task's stream in one session, its builds sent ahead before the first session starts."""
     from cudasmith.exec.ahead import BuildsAhead, judge_built_ahead
@@ -78,8 +115,10 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
             problem, ahead = pools[task]
             paths = [args.candidates / name for name in names]
             started, done = time.perf_counter(), 0
+            phases = Phases(emit, started, args.candidates)
             try:
-                with Judge(problem, options, candidates=len(names)) as judge:
+                with Judge(problem, options, phases, candidates=len(names)) as judge:
+                    phases.judging(judge)
                     k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1
                     emit(event="setup", task=task, seconds=time.perf_counter() - started, in_flight=k)
                     for name, verdict in zip(

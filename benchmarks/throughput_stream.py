@@ -95,6 +95,17 @@ class Row:
     timing: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The candidates a session kept in flight, as it reported them.
     in_flight: int | None = None
+    # Each candidate's progress lines in its session: (seconds since the session began, what), in order.
+    phases: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+
+    def unfinished(self) -> list[str]:
+        """A line per candidate that began but got no verdict: what it was doing last, and since when."""
+        judged = self.approach.judged()
+        return [
+            f"{name}: {steps[-1][1]} (since {steps[-1][0]:.1f} s)"
+            for name, steps in self.phases.items()
+            if name not in judged and steps
+        ]
 
     def summary(self, batch: list[Candidate], kernelbench_rate: float | None) -> dict[str, Any]:
         """The row's figures: the approach's, the warm median and the verdicts' agreement."""
@@ -113,6 +124,8 @@ class Row:
             "unexpected": wrong,
             "exclusive_windows": f"{sum(bool(e) for e in exclusive)}/{len(exclusive)}" if exclusive else None,
             "retimed_windows": sum(t.get("retimed_windows", 0) for t in self.timing.values()),
+            "no_verdict": self.unfinished(),
+            "phases": self.phases,
         }
 
 
@@ -149,6 +162,8 @@ def run_session_row(
             console.print(
                 f"[{name}] {event['name']}: {result.status} ({result.seconds or 0:.1f} s) {result.reason[:100]}"
             )
+        elif event["event"] == "phase":
+            row.phases.setdefault(event["name"], []).append((event["t"], event["what"]))
         elif event["event"] == "setup":
             row.approach.setup_s[event["task"]] = event["seconds"]
             row.in_flight = event.get("in_flight")
@@ -157,6 +172,8 @@ def run_session_row(
     command = _child(runner, "--child-stream", extra, [c.name for c in batch])
     rc, _, err, _ = run_process(command, runner.env(name.replace(" ", "_")), share_s, on_event)
     _finish(runner, row.approach, began, rc, err)
+    for line in row.unfinished():
+        console.print(f"[{name}] no verdict: {line}")
     return row
 
 

@@ -345,6 +345,11 @@ def test_a_cpu_stream_run(tmp_path: Path) -> None:
     assert {n: r["status"] for n, r in row["results"].items()} == expected
     assert row["judged"] == 3 and row["unexpected"] == [] and row["warm_median_s"] > 0
     assert document["judge_errors"] == []
+    # Each candidate's progress lines in its session, in order, under its own name; none left unfinished.
+    assert set(row["phases"]) == set(expected), row["phases"]
+    for steps in row["phases"].values():
+        assert steps[0][1] == "loading the solution" and [t for t, _ in steps] == sorted(t for t, _ in steps)
+    assert row["no_verdict"] == []
 
 
 @pytest.mark.slow
