@@ -124,6 +124,11 @@ class Row:
             "unexpected": wrong,
             "exclusive_windows": f"{sum(bool(e) for e in exclusive)}/{len(exclusive)}" if exclusive else None,
             "retimed_windows": sum(t.get("retimed_windows", 0) for t in self.timing.values()),
+            # What the candidates' timing holds waited for before timing, summed over the row (seconds).
+            "hold_waits_s": {
+                key: round(sum(t.get(key) or 0.0 for t in self.timing.values()), 3)
+                for key in ("drain_s", "pause_s", "settle_s")
+            },
             "no_verdict": self.unfinished(),
             "phases": self.phases,
         }
@@ -272,6 +277,9 @@ def row_line(row: Row, document: dict[str, Any]) -> str:
         f"{_fmt(s['warm_median_s'], '.2f', ' s')}, verdicts {verdicts}"
         + (
             f", exclusive {s['exclusive_windows']}, {s['retimed_windows']} retimed"
+            + ", holds waited {drain_s:.1f} s for steps, {pause_s:.1f} s for pauses, {settle_s:.1f} s to settle".format(
+                **s["hold_waits_s"]
+            )
             if s["exclusive_windows"]
             else ""
         )

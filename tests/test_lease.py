@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 
+from cudasmith.harness import lease as lease_module
 from cudasmith.harness.exclusive import CpuActivity, GpuActivity, WindowCheck, cpu_seconds
 from cudasmith.harness.lease import MAX_RETIMES, TimingLease
 from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, WorkerSetup
 from cudasmith.harness.pausing import pause_workers, worker_processes
 from cudasmith.harness.process import WorkerProcess
+from cudasmith.harness.results import TimingReport
+from cudasmith.harness.timed import exclusivity, waited
 
 from conftest import PROBLEMS
 
@@ -84,6 +87,45 @@ def test_steps_run_together_and_a_hold_waits_for_them_then_has_the_device_alone(
     for thread in (first, holding, late):
         thread.join(60)
     assert log.index("first out") < log.index("hold") < log.index("late in")
+
+
+def test_a_hold_says_how_long_it_waited_for_the_steps_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]  # a stand-in clock: the step moves it on, so the figures are exact
+    monkeypatch.setattr(lease_module, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=time.sleep))
+    lease = TimingLease(gpu=False)
+    inside, release = threading.Event(), threading.Event()
+
+    def stepper() -> None:
+        with lease.step():
+            inside.set()
+            release.wait(60)
+            clock[0] += 7.0  # the step ends 7 s after the hold asked for the device
+
+    step = threading.Thread(target=stepper)
+    step.start()
+    inside.wait(60)
+    found: dict[str, float] = {}
+
+    def holder() -> None:
+        with lease.hold() as hold:
+            found.update(drain=hold.drain_s, pause=hold.pause_s, settle=hold.settle_s)
+
+    holding = threading.Thread(target=holder)
+    holding.start()
+    until(lambda: lease._holds_waiting == 1, "the hold waiting for the step")
+    release.set()
+    for thread in (step, holding):
+        thread.join(60)
+    assert found == {"drain": 7.0, "pause": 0.0, "settle": 0.0}
+
+
+def test_a_verdict_sums_what_its_holds_waited_for() -> None:
+    report = TimingReport("warm", "queued")
+    for _ in range(2):
+        waited(report, SimpleNamespace(drain_s=1.0004, pause_s=0.5, settle_s=1 / 6))  # type: ignore[arg-type]
+    exclusivity(report, [], "checked")
+    assert (report.drain_s, report.pause_s, report.settle_s) == (2.001, 1.0, 0.333)
+    assert TimingReport.from_dict(report.to_dict()) == report
 
 
 def test_a_hold_is_never_taken_inside_a_step_and_the_holders_own_steps_pass() -> None:

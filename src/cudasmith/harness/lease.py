@@ -103,6 +103,7 @@ class TimingLease:
         if getattr(self._local, "depth", 0):
             raise RuntimeError("a timing hold taken inside a step would wait for itself")
         me = threading.get_ident()
+        asked = time.monotonic()
         with self._cond:
             if self._holder == me:
                 raise RuntimeError("a timing hold is already held by this thread")
@@ -115,7 +116,7 @@ class TimingLease:
             self._holder = me
             self.holds += 1
             last_step_end = self._last_step_end
-        hold = Hold(self, owner, last_step_end)
+        hold = Hold(self, owner, last_step_end, drain_s=time.monotonic() - asked)
         try:
             yield hold
         finally:
@@ -130,17 +131,25 @@ class TimingLease:
 class Hold:
     """The device held alone by one thread: the windows it times, and the workers it paused."""
 
-    def __init__(self, lease: TimingLease, owner: WorkerProcess | None, last_step_end: float) -> None:
+    def __init__(
+        self, lease: TimingLease, owner: WorkerProcess | None, last_step_end: float, drain_s: float = 0.0
+    ) -> None:
         self.lease = lease
         self.owner = owner
         self.windows: list[Window] = []
+        # What the hold waited for before it timed anything, in seconds: the steps under way and other
+        # holds (drain_s), the other workers to show as stopped (pause_s), NVML's samples to settle.
+        self.drain_s = drain_s
+        self.settle_s = 0.0
         self._paused = [w for w in lease._alive(trusted=False) if w is not owner]
         busy_until = last_step_end
         if any(worker.in_flight for worker in self._paused):
             busy_until = (
                 time.monotonic()
             )  # paused in the middle of a request: it may have had GPU work queued
+        pausing = time.monotonic()
         pause_workers(self._paused, gpu_only=lease.gpu)
+        self.pause_s = time.monotonic() - pausing
         # A process's work can show in samples taken up to a sampling period after it stopped.
         self._quiet_from = busy_until + lease.probe.settle_s()
         self._last_timed: WorkerProcess | None = None
@@ -178,6 +187,7 @@ class Hold:
         try:
             if (wait := self._quiet_from - time.monotonic()) > 0:
                 time.sleep(wait)
+                self.settle_s += wait
             retimed = 0
             while True:
                 watched, trusted = self._watched(timed)

@@ -177,6 +177,12 @@ class TimingReport:
     windows: int = 0
     retimed_windows: int = 0
     exclusivity: str = ""
+    # Seconds the candidate's timing holds waited before timing, summed: for steps under way and other
+    # holds to end (drain_s), for the other workers to show as stopped (pause_s), for NVML's samples to
+    # settle (settle_s). What throughput pays for exclusive windows.
+    drain_s: float = 0.0
+    pause_s: float = 0.0
+    settle_s: float = 0.0
 
     def to_dict(self) -> JsonObject:
         return asdict(self)

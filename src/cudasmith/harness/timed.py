@@ -66,6 +66,7 @@ def time_candidate(
             # The baselines first: the candidate, paused while they are timed, ran before this hold.
             used = judge.baselines.for_config(spec, name, hold, judge.progress_line)
             timed = time_config(judge, candidate, result, spec, used, hold)
+        waited(verdict.timing, hold)
         windows += [b.window for b in used.values() if b.window is not None]
         if judge.oracle.peaks is not None:
             verdict.peaks = judge.oracle.peaks
@@ -97,6 +98,13 @@ def _spec(judge: Judge, result: ConfigResult, config: Config) -> TimeSpec:
     return replace(time_spec(judge, result.index, config), parameters=result.parameters_drawn)
 
 
+def waited(report: TimingReport, hold: Hold) -> None:
+    """Add what one hold waited for before timing to the verdict's sums (seconds; exclusivity rounds them)."""
+    report.drain_s += hold.drain_s
+    report.pause_s += hold.pause_s
+    report.settle_s += hold.settle_s
+
+
 def exclusivity(report: TimingReport, windows: list[Window], how: str) -> None:
     """What a verdict says of its timing windows: exclusive or not, verified or not, how many retimed."""
     shared = [w for w in windows if not w.exclusive]
@@ -105,6 +113,11 @@ def exclusivity(report: TimingReport, windows: list[Window], how: str) -> None:
     report.windows = len(windows)
     report.retimed_windows = sum(w.retimed for w in windows)
     report.exclusivity = how if not shared else f"shared: {', '.join(shared[0].others) or 'unknown'}"
+    report.drain_s, report.pause_s, report.settle_s = (
+        round(report.drain_s, 3),
+        round(report.pause_s, 3),
+        round(report.settle_s, 3),
+    )
 
 
 def time_config(
