@@ -98,8 +98,14 @@ class Phases:
 
 def child_stream(args: argparse.Namespace, emit: Emit) -> None:
     """Each task's stream in one session, its builds sent ahead before the first session starts."""
-    from cudasmith.exec.ahead import BuildsAhead, judge_built_ahead
+    from cudasmith.exec import ahead as builds_ahead
+    from cudasmith.exec.ahead import BuildsAhead
     from cudasmith.harness.session import Judge, resolve_problem
+
+    # A checkout from before judged_as_done gives its verdicts in order: numbered here.
+    judged = getattr(builds_ahead, "judged_as_done", None) or (
+        lambda judge, paths, ahead: enumerate(builds_ahead.judge_built_ahead(judge, paths, ahead=ahead))
+    )
 
     options = _options(args)
     by_task: dict[str, list[str]] = {}
@@ -114,22 +120,22 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
         for task, names in by_task.items():
             problem, ahead = pools[task]
             paths = [args.candidates / name for name in names]
-            started, done = time.perf_counter(), 0
+            started, done = time.perf_counter(), set[int]()
             phases = Phases(emit, started, args.candidates)
             try:
                 with Judge(problem, options, phases, candidates=len(names)) as judge:
                     phases.judging(judge)
                     k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1
                     emit(event="setup", task=task, seconds=time.perf_counter() - started, in_flight=k)
-                    for name, verdict in zip(
-                        names, judge_built_ahead(judge, paths, ahead=ahead), strict=False
-                    ):
-                        emit(**_candidate_event(name, verdict))
-                        done += 1
+                    # As a search takes them: each verdict as soon as it is done, not in the order given.
+                    for index, verdict in judged(judge, paths, ahead=ahead):
+                        emit(**_candidate_event(names[index], verdict))
+                        done.add(index)
             except Exception as exc:  # a harness failure: what is left of the task is recorded against it
                 reason = f"{type(exc).__name__}: {exc}"[:300]
-                for name in names[done:]:
-                    emit(event="candidate", name=name, status="harness_error", seconds=None, reason=reason)
+                for index, name in enumerate(names):
+                    if index not in done:
+                        emit(event="candidate", name=name, status="harness_error", seconds=None, reason=reason)
     finally:
         for _, ahead in pools.values():
             ahead.close()

@@ -31,7 +31,7 @@ SOURCES = {
 
 
 class FakeJudge:
-    """Judges lazily, one solution at a time, as Judge.judge_many does; the extension's build finishes
+    """Judges lazily, one solution at a time (Judge.judge_as_done judges K at once); the extension's build finishes
     while `finish_on` is being judged."""
 
     def __init__(self, problem: Path, finish_on: str, finished: threading.Event) -> None:
@@ -40,12 +40,12 @@ class FakeJudge:
         self.judged: list[str] = []
         self.finish_on, self.finished = finish_on, finished
 
-    def judge_many(self, solutions: Iterable[Path]) -> Iterator[Any]:
-        for path in solutions:
+    def judge_as_done(self, solutions: Iterable[Path]) -> Iterator[tuple[int, Any]]:
+        for position, path in enumerate(solutions):
             self.judged.append(path.name)
             if path.name == self.finish_on:
                 self.finished.set()
-            yield SimpleNamespace(solution=path.name)
+            yield position, SimpleNamespace(solution=path.name)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ benchmark's stream): nothing waits on a build.
 As soon as the queue is known, every solution whose import compiles something goes to a pool of build
 workers (prebuild.build: sandboxed, no GPU, told the GPU's target), extension builds first. The session
 then takes the solutions in the order given, except that one whose extension is still building lets
-the ready ones go first; its verdict still comes in its place. Three `load_inline` solutions thus build
+the ready ones go first; its verdict still comes in its place (`judge_built_ahead`), or as soon as
+it is done (`judged_as_done`, for a stream). Three `load_inline` solutions thus build
 side by side while the session starts, instead of one after another inside the judged workers.
 
 Only extension builds (`load_inline`, `cpp_extension.load`: nvcc and the host compiler over PyTorch's
@@ -147,6 +148,19 @@ def judge_built_ahead(
 ) -> Iterator[Verdict]:
     """Judge `solutions` in `judge`'s session with their builds sent ahead; verdicts in the order given.
     `workers`: builds at once; `ahead`: a pool the caller started already (and closes)."""
+    from cudasmith.harness.session import in_order
+
+    return in_order(judged_as_done(judge, solutions, workers, ahead))
+
+
+def judged_as_done(
+    judge: Judge,
+    solutions: Sequence[str | Path],
+    workers: int | None = None,
+    ahead: BuildsAhead | None = None,
+) -> Iterator[tuple[int, Verdict]]:
+    """Judge `solutions` with their builds sent ahead, and yield (index into `solutions`, verdict) as each
+    is done: a solution waiting for its build holds back no other's verdict (a search's stream)."""
     paths = [Path(solution) for solution in solutions]
     with contextlib.ExitStack() as owned:
         if ahead is None:
@@ -166,10 +180,5 @@ def judge_built_ahead(
                 order.append(index)
                 yield paths[index]
 
-        done: dict[int, Verdict] = {}
-        given = 0
-        for position, verdict in enumerate(judge.judge_many(queue())):
-            done[order[position]] = verdict
-            while given in done:
-                yield done.pop(given)
-                given += 1
+        for position, verdict in judge.judge_as_done(queue()):
+            yield order[position], verdict

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import secrets
 import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from cudasmith.device import default_device, software_versions, usable_device
 from cudasmith.errors import UsageError
@@ -51,6 +51,24 @@ from cudasmith.tasks.lookup import find_problem
 from cudasmith.tasks.problem import Config, Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
+
+# Solutions taken from the caller's iterable beyond the verdicts yielded, per candidate in flight: a
+# slow candidate never idles the rest. How often a feeder waiting for room looks whether to stop.
+FEED_AHEAD = 2
+FEED_POLL_S = 0.1
+
+Item = TypeVar("Item")
+
+
+def in_order(pairs: Iterable[tuple[int, Item]]) -> Iterator[Item]:
+    """Items given as (position, item) in any order, yielded in the order of their positions (0, 1, …)."""
+    held: dict[int, Item] = {}
+    given = 0
+    for position, item in pairs:
+        held[position] = item
+        while given in held:
+            yield held.pop(given)
+            given += 1
 
 
 def resolve_problem(
@@ -287,19 +305,53 @@ class Judge:
 
     def judge_many(self, solutions: Iterable[str | Path]) -> Iterator[Verdict]:
         """Judge the solutions, `in_flight` at once; verdicts come in the order given."""
-        with ThreadPoolExecutor(self.in_flight, thread_name_prefix="cudasmith-candidate") as threads:
-            pending: deque[Future[Verdict]] = deque()
+        return in_order(self.judge_as_done(solutions))
+
+    def judge_as_done(self, solutions: Iterable[str | Path]) -> Iterator[tuple[int, Verdict]]:
+        """Judge the solutions, `in_flight` at once, and yield (position in `solutions`, verdict) as each
+        is done. A thread of its own takes the solutions from `solutions`, at most FEED_AHEAD × in_flight
+        beyond the verdicts yielded: an iterable that waits (for a build ahead) holds back no verdict."""
+        verdicts: queue.Queue[tuple[int, Future[Verdict]] | int] = queue.Queue()
+        room = threading.Semaphore(FEED_AHEAD * self.in_flight)
+        stopping = threading.Event()
+        failures: list[BaseException] = []
+        threads = ThreadPoolExecutor(self.in_flight, thread_name_prefix="cudasmith-candidate")
+
+        def feed() -> None:
+            fed = 0
             try:
-                for solution in solutions:
-                    pending.append(threads.submit(self.judge, solution))
-                    # A few queued beyond those judged, so a slow first one never idles the rest.
-                    while len(pending) >= 2 * self.in_flight:
-                        yield pending.popleft().result()
-                while pending:
-                    yield pending.popleft().result()
+                for position, solution in enumerate(solutions):
+                    while not room.acquire(timeout=FEED_POLL_S):
+                        if stopping.is_set():
+                            return
+                    if stopping.is_set():
+                        return
+                    future = threads.submit(self.judge, solution)
+                    future.add_done_callback(lambda done, at=position: verdicts.put((at, done)))
+                    fed += 1
+            except BaseException as exc:  # the iterable's failure is the caller's, raised where it reads
+                failures.append(exc)
             finally:
-                for future in pending:
-                    future.cancel()
+                verdicts.put(fed)  # how many were fed: the reader stops after that many verdicts
+
+        feeder = threading.Thread(target=feed, name="cudasmith-feeder", daemon=True)
+        feeder.start()
+        try:
+            fed, given = None, 0
+            while fed is None or given < fed:
+                item = verdicts.get()
+                if isinstance(item, int):
+                    fed = item
+                    continue
+                position, future = item
+                given += 1
+                room.release()
+                yield position, future.result()
+            if failures:  # after the verdicts of the solutions it gave
+                raise failures[0]
+        finally:
+            stopping.set()
+            threads.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         """Stop every worker of the session, those of candidates still being judged included (their
