@@ -135,7 +135,9 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
                 reason = f"{type(exc).__name__}: {exc}"[:300]
                 for index, name in enumerate(names):
                     if index not in done:
-                        emit(event="candidate", name=name, status="harness_error", seconds=None, reason=reason)
+                        emit(
+                            event="candidate", name=name, status="harness_error", seconds=None, reason=reason
+                        )
     finally:
         for _, ahead in pools.values():
             ahead.close()

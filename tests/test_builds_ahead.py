@@ -5,6 +5,7 @@ solutions on the CPU, one of them waited for."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -141,3 +142,29 @@ def test_eval_of_several_solutions_builds_them_ahead_and_answers_in_order(tmp_pa
     )
     assert [v["status"] for v in verdicts] == ["correct", "incorrect", "correct"], done.stdout
     assert done.returncode == 1
+
+
+@pytest.mark.parametrize("user_list", [None, "9.0a"])
+def test_a_build_worker_and_the_judged_worker_build_for_the_same_targets(
+    user_list: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch rebuilds an extension whose flags changed: on the H100, a user's TORCH_CUDA_ARCH_LIST of 9.0a
+    against the build worker's 9.0 built every load_inline solution twice, ahead and again when judged."""
+    from cudasmith.exec.prebuild import build_environment
+    from cudasmith.harness.candidate import set_build_environment
+    from cudasmith.runtime.cache import BUILD_DIR_ENV
+    from cudasmith.runtime.cuda import ARCH_ENV
+
+    for name in ("TORCH_EXTENSIONS_DIR", BUILD_DIR_ENV, "TRITON_CACHE_DIR"):
+        monkeypatch.setenv(name, str(tmp_path / name))
+    if user_list is None:
+        monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    else:
+        monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", user_list)
+    ahead_list = build_environment("sm_90a")["TORCH_CUDA_ARCH_LIST"]
+    # The judged worker, on an H100 (its target named, so that no GPU is needed here).
+    monkeypatch.setenv(ARCH_ENV, "sm_90a")
+    solution = tmp_path / "solution.py"
+    solution.write_text("from torch.utils.cpp_extension import load_inline\n")
+    set_build_environment(solution, "cuda")
+    assert os.environ["TORCH_CUDA_ARCH_LIST"] == ahead_list == (user_list or "9.0")

@@ -95,15 +95,15 @@ def _stop(observation: Observation) -> tuple[Any, ...] | None:
 
 def set_build_environment(solution: Path, device: str) -> None:
     """Where and for what the solution's kernels are built: its own folder of the build cache (see
-    extension_root), for this GPU unless a build worker or the user already named the targets. A sandboxed
-    worker may write into that folder alone from now on."""
+    extension_root), for the targets the user named or else this GPU's, as its build worker did
+    (runtime.cuda.torch_arch_list). A sandboxed worker may write into that folder alone from now on."""
     source = solution.read_text(errors="replace")
     folder = extension_root(source, os.environ.get("TORCH_EXTENSIONS_DIR"))
     os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
     os.environ[BUILD_DIR_ENV] = str(folder)  # NVRTC and C builds (runtime/cache.py)
     os.environ["TRITON_CACHE_DIR"] = str(folder / "_triton")
     sandbox.narrow(folder)
-    if device.startswith("cuda") and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+    if device.startswith("cuda"):
         from cudasmith.runtime.cuda import device_arch, torch_arch_list
 
         os.environ["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(device_arch())

@@ -101,8 +101,12 @@ def device_arch(device: int | None = None) -> str:
 
 
 def torch_arch_list(arch: str) -> str:
-    """TORCH_CUDA_ARCH_LIST for an NVRTC target (sm_90a: 9.0): a build made without the GPU and one
-    made beside it must use the same flags, or torch's build system builds again."""
+    """TORCH_CUDA_ARCH_LIST for an NVRTC target (sm_90a: 9.0), where the user set none: the user's own
+    otherwise. A build made without the GPU (a build worker) and one made beside it (the judged worker)
+    must use the same flags, or torch's build system builds again: on the H100 a user's `9.0a` against
+    a build worker's `9.0` built every load_inline solution twice."""
+    if os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        return os.environ["TORCH_CUDA_ARCH_LIST"]
     digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
     return f"{digits[:-1]}.{digits[-1]}"
 
