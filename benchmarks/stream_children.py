@@ -46,6 +46,21 @@ def _timing(verdict: Any) -> dict[str, Any]:
     return data
 
 
+def _config_costs(verdict: Any) -> list[dict[str, Any]]:
+    """Per timed config of the candidate: its median (ms), samples, stop reason, and where its
+    measurement's wall time went (seconds: warm-up, sampling, reading CUPTI's records)."""
+    found = []
+    for config in getattr(verdict, "configs", []):
+        timing = getattr(config, "timing", None)
+        if timing is None:
+            continue
+        found.append(
+            {"median_ms": timing.median_ms, "samples": timing.n, "stop": timing.stop,
+             **{f"{key}_s": round(value, 4) for key, value in (getattr(timing, "phases_s", None) or {}).items()}}
+        )  # fmt: skip
+    return found
+
+
 def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
     timing = _timing(verdict)
     status = str(getattr(verdict.status, "value", verdict.status))
@@ -57,6 +72,7 @@ def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
         "reason": verdict.reason[:300],
         "speedup": verdict.speedup,
         "timing": timing,
+        "configs": _config_costs(verdict),
     }
 
 

@@ -25,6 +25,7 @@ the K rows and the check say so in one line and run as they can.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -97,6 +98,25 @@ class Row:
     in_flight: int | None = None
     # Each candidate's progress lines in its session: (seconds since the session began, what), in order.
     phases: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+    # Per candidate, each timed config's measurement: median, samples, stop, warmup_s, sampling_s, records_s.
+    configs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def config_costs(self) -> dict[str, Any]:
+        """What timing one config of a candidate costs, as medians over the row: the whole step as the
+        progress lines show it (from "timing <config>" to the candidate's next line: hold, settling,
+        measurement, the re-checks of timed outputs), and the measurement's own parts."""
+        steps = [
+            later[0] - step[0]
+            for lines in self.phases.values()
+            for step, later in itertools.pairwise(lines)
+            if step[1].startswith("timing ") and not step[1].startswith("timing eager")
+        ]
+        measured = [c for configs in self.configs.values() for c in configs]
+        parts = {
+            key: statistics.median(c[key] for c in measured if key in c) if any(key in c for c in measured) else None
+            for key in ("warmup_s", "sampling_s", "records_s")
+        }  # fmt: skip
+        return {"step_s": statistics.median(steps) if steps else None, "steps": len(steps), **parts}
 
     def unfinished(self) -> list[str]:
         """A line per candidate that began but got no verdict: what it was doing last, and since when."""
@@ -131,6 +151,7 @@ class Row:
             },
             "no_verdict": self.unfinished(),
             "phases": self.phases,
+            "config_costs": self.config_costs(),
         }
 
 
@@ -164,6 +185,7 @@ def run_session_row(
             result = Result(event["status"], event["seconds"], event["reason"], event.get("speedup"))
             row.approach.results[event["name"]] = result
             row.timing[event["name"]] = event.get("timing") or {}
+            row.configs[event["name"]] = event.get("configs") or []
             console.print(
                 f"[{name}] {event['name']}: {result.status} ({result.seconds or 0:.1f} s) {result.reason[:100]}"
             )
@@ -283,8 +305,20 @@ def row_line(row: Row, document: dict[str, Any]) -> str:
             if s["exclusive_windows"]
             else ""
         )
+        + config_cost_line(s["config_costs"])
         + (f" ({row.approach.note})" if row.approach.note else "")
     )
+
+
+def config_cost_line(costs: dict[str, Any]) -> str:
+    """What timing one config cost (issue 21's target: at most 0.3 s for a config under 1 ms)."""
+    if not costs.get("steps"):
+        return ""
+    parts = ", ".join(
+        f"{label} {_fmt(costs.get(key), '.2f', ' s')}"
+        for label, key in (("warm-up", "warmup_s"), ("sampling", "sampling_s"), ("records", "records_s"))
+    )
+    return f"; timing a config took {_fmt(costs['step_s'], '.2f', ' s')} (median of {costs['steps']}; measurement: {parts})"
 
 
 def disagreements(rows: list[Row], batch: list[Candidate]) -> list[str]:

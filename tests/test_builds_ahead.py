@@ -40,6 +40,10 @@ class FakeJudge:
         self.options = EvalOptions(device="cpu")
         self.judged: list[str] = []
         self.finish_on, self.finished = finish_on, finished
+        self.timed_ahead = threading.Event()
+
+    def time_ahead(self) -> None:
+        self.timed_ahead.set()
 
     def judge_as_done(self, solutions: Iterable[Path]) -> Iterator[tuple[int, Any]]:
         for position, path in enumerate(solutions):
@@ -94,6 +98,7 @@ def test_the_session_says_when_it_waits_for_a_build(folder: Path, monkeypatch: p
     assert [v.solution for v in ahead.judge_built_ahead(judge, given, workers=2)] == list(SOURCES)  # type: ignore[arg-type]
     assert said == [("waiting for 1 build ahead", 3, 4)]
     assert judge.judged[-1] == "extension.py"
+    assert judge.timed_ahead.wait(30), "the session timed nothing while the queue waited for a build"
 
 
 def test_without_build_workers_nothing_is_built_or_reordered(
@@ -104,6 +109,7 @@ def test_without_build_workers_nothing_is_built_or_reordered(
     given = [folder / name for name in SOURCES]
     verdicts = [v.solution for v in ahead.judge_built_ahead(judge, given, workers=0)]  # type: ignore[arg-type]
     assert verdicts == judge.judged == list(SOURCES)
+    assert not judge.timed_ahead.is_set(), "nothing was waited for: the candidates' own holds time"
 
 
 def test_a_lone_solution_builds_ahead_only_an_extension(

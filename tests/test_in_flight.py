@@ -7,9 +7,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from cudasmith import EvalOptions, Judge, Status, evaluate
 
 from conftest import SOLUTIONS
+
+# Every test here judges real candidates in sessions: tens of seconds to minutes each on two cores.
+pytestmark = pytest.mark.slow
 
 EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 TASK = "level1/vector_add"
@@ -105,3 +110,21 @@ def test_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(tmp_path: 
     assert verdict.speedup is None and not verdict.timing.exclusive, verdict.timing
     assert verdict.timing.retimed_windows >= 2
     assert any("no speedup reported: another process ran" in note for note in verdict.notes), verdict.notes
+
+
+def test_a_session_times_its_baselines_ahead_and_the_first_candidate_finds_them() -> None:
+    """What a session does while its queue waits for builds (exec/ahead.py): peaks and baselines now, so the
+    first candidate's timing holds only its own windows; its verdict has the same speedups as ever."""
+    lines: list[str] = []
+    with Judge(task=TASK, options=TIMED, candidates=1, progress=lambda what, *_: lines.append(what)) as judge:
+        judge.time_ahead()
+        ahead = [line for line in lines if line.startswith("timing eager PyTorch")]
+        assert len(ahead) == len(judge.selected), lines
+        lines.clear()
+        verdict = judge.judge(SOLUTIONS / "vector_add_cpu.py")
+    assert verdict.status == Status.CORRECT, verdict.reason
+    assert not [line for line in lines if line.startswith("timing eager PyTorch")], lines
+    assert all(result.speedup for result in verdict.configs) and verdict.speedups.get("eager"), (
+        verdict.configs
+    )
+    assert verdict.timing is not None and verdict.timing.exclusive

@@ -119,6 +119,79 @@ def test_a_hold_says_how_long_it_waited_for_the_steps_under_way(monkeypatch: pyt
     assert found == {"drain": 7.0, "pause": 0.0, "settle": 0.0}
 
 
+class Settling:
+    """A stand-in GPU probe: samples lag by half a second; every window is found exclusive."""
+
+    verified = True
+    how = "stand-in"
+
+    def begin(self, watched: list[int]) -> None:
+        return None
+
+    def check(self, mark: Any, timed: set[int], watched: list[int], trusted: set[int]) -> WindowCheck:
+        return WindowCheck(False, True)
+
+    def settle_s(self) -> float:
+        return 0.5
+
+
+class Stub:
+    """A worker as the lease sees one: alive, its pid (a process with no children), no request under way."""
+
+    def __init__(self, pid: int) -> None:
+        self.alive, self.in_flight, self.paused = True, 0, False
+        self.process = SimpleNamespace(pid=pid)
+        self.stopped: list[int] = []  # it starts nothing, so pausing it finds nothing to stop
+
+    def status(self, key: str) -> int:
+        return self.process.pid
+
+    def resume(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("last_step_of", "timing", "settles"),
+    [
+        ("another candidate", "the owner", True),
+        ("unnamed", "the owner", True),
+        ("the owner", "the owner", False),
+        ("the judge's worker", "the owner", False),
+        ("the owner", "the judge's worker", True),  # a baseline timed right after the candidate worked
+    ],
+)
+def test_a_window_settles_only_after_work_it_could_see(
+    last_step_of: str, timing: str, settles: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVML's samples lag: a window waits out a sampling period after the work of a process its check
+    watches, not after the timed worker's own work or the judge's workers' (not counted against it)."""
+    clock = [100.0]
+    monkeypatch.setattr(
+        lease_module,
+        "time",
+        SimpleNamespace(monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s)),
+    )
+    sleeper = subprocess.Popen(SLEEP)
+    try:
+        owner, other, judges = Stub(sleeper.pid), Stub(sleeper.pid), Stub(sleeper.pid)
+        lease = TimingLease(gpu=True, probe=Settling())
+        lease.register(judges, trusted=True)  # type: ignore[arg-type]
+        worker = {
+            "another candidate": other,
+            "unnamed": None,
+            "the owner": owner,
+            "the judge's worker": judges,
+        }
+        with lease.step(worker[last_step_of]):  # type: ignore[arg-type]
+            pass
+        with lease.hold(owner=owner) as hold:  # type: ignore[arg-type]
+            hold.window(worker[timing], lambda: "timed")  # type: ignore[arg-type]
+        assert hold.settle_s == (0.5 if settles else 0.0)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_a_verdict_sums_what_its_holds_waited_for() -> None:
     report = TimingReport("warm", "queued")
     for _ in range(2):

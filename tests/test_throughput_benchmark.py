@@ -350,6 +350,11 @@ def test_a_cpu_stream_run(tmp_path: Path) -> None:
     for steps in row["phases"].values():
         assert steps[0][1] == "loading the solution" and [t for t, _ in steps] == sorted(t for t, _ in steps)
     assert row["no_verdict"] == []
+    # What timing a config cost: each timed config of the two correct candidates (vector_add: 3), the
+    # step from its progress line to the next (the last config of each has no next line), its parts.
+    costs = row["config_costs"]
+    assert costs["steps"] == 2 * 2 and costs["step_s"] > 0 and costs["sampling_s"] > 0, costs
+    assert "timing a config took" in done.stdout
 
 
 @pytest.mark.slow

@@ -193,10 +193,16 @@ class SessionBaselines:
             return None
 
     def for_config(
-        self, spec: TimeSpec, label: str, hold: Hold, progress: Callable[[str], None] | None = None
+        self,
+        spec: TimeSpec,
+        label: str,
+        hold: Hold,
+        progress: Callable[[str], None] | None = None,
+        counted: bool = True,
     ) -> dict[str, BaselineTime]:
         """Every baseline of one config, timed now (in a window of `hold`, the device held alone) when
-        this session has no fresh measurement of it."""
+        this session has no fresh measurement of it. `counted`: for a candidate (a measurement is taken
+        again after DRIFT_EVERY_CANDIDATES of them); the session timing ahead is not one."""
         found = {}
         for name in self.names:
             key = (name, spec.config_index)
@@ -206,7 +212,7 @@ class SessionBaselines:
                     progress(f"timing {BASELINES[name]} on {label}")
                 current = self._measure(name, spec, label, current, hold)
                 self.times[key] = current
-            current.candidates_since += 1
+            current.candidates_since += counted
             found[name] = current
         return found
 

@@ -247,7 +247,7 @@ def check_candidate(
         try:
             # A call is a step of the timing lease: a timing window waits for it to end. A first call
             # that builds is not (a window would wait out a build): its worker is paused instead.
-            with nullcontext() if builds else judge.lease.step():
+            with nullcontext() if builds else judge.lease.step(candidate):
                 reply = candidate.request(request, limit, what)
         except WorkerFailure as failure:
             result.status, result.reason = failure.status, str(failure)

@@ -29,6 +29,8 @@ from cudasmith.harness.process import WorkerProcess
 # A window found shared is timed again at most this many times; after that its time is kept and
 # flagged, and no speedup is reported from it.
 MAX_RETIMES = 2
+# How long a worker's last step is remembered: far longer than any settling (exclusive.NVML_PERIOD_S).
+ENDS_KEPT_S = 30.0
 
 Result = TypeVar("Result")
 
@@ -54,7 +56,8 @@ class TimingLease:
         self._steps = 0
         self._holder: int | None = None
         self._holds_waiting = 0
-        self._last_step_end = 0.0
+        # When each worker's last step (or timed window) ended; None: a step that named no worker.
+        self._ends: dict[WorkerProcess | None, float] = {}
         self._workers: list[tuple[WorkerProcess, bool]] = []
         self._local = threading.local()
         self.holds = 0
@@ -67,6 +70,9 @@ class TimingLease:
         with self._cond:
             self._workers = [(w, t) for w, t in self._workers if w.alive]
             self._workers.append((worker, trusted))
+            # Ends older than any settling are of no more use (a worker that died just now still counts).
+            since = time.monotonic() - ENDS_KEPT_S
+            self._ends = {w: end for w, end in self._ends.items() if end > since}
 
     def _alive(self, trusted: bool) -> list[WorkerProcess]:
         with self._cond:
@@ -74,10 +80,27 @@ class TimingLease:
 
     # -- steps and holds -----------------------------------------------------------------------
 
+    def _busy_until(self, timed: WorkerProcess) -> float:
+        """When a process whose work a window of `timed` could see in NVML's samples last worked: steps
+        and windows of the other candidates' workers, and steps that named no worker. The timed worker's
+        own work and the judge's workers' (neither counts against its window) need no settling."""
+        with self._cond:
+            trusted = {id(w) for w, t in self._workers if t}
+            ends = [
+                end
+                for worker, end in self._ends.items()
+                if worker is None or (worker is not timed and id(worker) not in trusted)
+            ]
+        return max(ends, default=0.0)
+
+    def _ended(self, worker: WorkerProcess) -> None:
+        with self._cond:
+            self._ends[worker] = time.monotonic()
+
     @contextmanager
-    def step(self) -> Iterator[None]:
-        """Around a request that may use the device: waits while a hold is held or waited for; the
-        holder's own steps pass."""
+    def step(self, worker: WorkerProcess | None = None) -> Iterator[None]:
+        """Around a request that may use the device (of `worker`, when known): waits while a hold is held
+        or waited for; the holder's own steps pass."""
         me = threading.get_ident()
         with self._cond:
             counted = self._holder != me
@@ -93,7 +116,7 @@ class TimingLease:
             if counted:
                 with self._cond:
                     self._steps -= 1
-                    self._last_step_end = time.monotonic()
+                    self._ends[worker] = time.monotonic()
                     self._cond.notify_all()
 
     @contextmanager
@@ -115,25 +138,22 @@ class TimingLease:
                 self._holds_waiting -= 1
             self._holder = me
             self.holds += 1
-            last_step_end = self._last_step_end
-        hold = Hold(self, owner, last_step_end, drain_s=time.monotonic() - asked)
+        hold = Hold(self, owner, drain_s=time.monotonic() - asked)
         try:
             yield hold
         finally:
             hold.release()
             with self._cond:
                 self._holder = None
-                # What was timed ran until now: the next hold's settling counts from here.
-                self._last_step_end = time.monotonic()
+                if owner is not None:  # it ran, unpaused, until now: the next hold settles from here
+                    self._ends[owner] = time.monotonic()
                 self._cond.notify_all()
 
 
 class Hold:
     """The device held alone by one thread: the windows it times, and the workers it paused."""
 
-    def __init__(
-        self, lease: TimingLease, owner: WorkerProcess | None, last_step_end: float, drain_s: float = 0.0
-    ) -> None:
+    def __init__(self, lease: TimingLease, owner: WorkerProcess | None, drain_s: float = 0.0) -> None:
         self.lease = lease
         self.owner = owner
         self.windows: list[Window] = []
@@ -142,17 +162,11 @@ class Hold:
         self.drain_s = drain_s
         self.settle_s = 0.0
         self._paused = [w for w in lease._alive(trusted=False) if w is not owner]
-        busy_until = last_step_end
-        if any(worker.in_flight for worker in self._paused):
-            busy_until = (
-                time.monotonic()
-            )  # paused in the middle of a request: it may have had GPU work queued
         pausing = time.monotonic()
+        # A worker paused in the middle of a request may have had GPU work queued until now.
+        self._busy_at_pause = pausing if any(worker.in_flight for worker in self._paused) else 0.0
         pause_workers(self._paused, gpu_only=lease.gpu)
         self.pause_s = time.monotonic() - pausing
-        # A process's work can show in samples taken up to a sampling period after it stopped.
-        self._quiet_from = busy_until + lease.probe.settle_s()
-        self._last_timed: WorkerProcess | None = None
 
     def _watched(self, timed: WorkerProcess) -> tuple[list[int], set[int]]:
         """Every process of the device's sessions but the timed worker itself, and the judge's own."""
@@ -180,12 +194,11 @@ class Hold:
         if self.owner is not None and timed is not self.owner and not self.owner.paused:
             pause_workers([self.owner], gpu_only=self.lease.gpu)
             extra.append(self.owner)
-        previous = self._last_timed
-        if previous is not None and previous is not timed and previous in self.lease._alive(trusted=False):
-            # The candidate timed last may still show in the samples of this window.
-            self._quiet_from = max(self._quiet_from, time.monotonic() + self.lease.probe.settle_s())
+        # A process's work can show in samples taken up to a sampling period after it stopped: the work
+        # of another candidate (a step, a window: the candidate timed before a baseline) is waited out.
+        busy_until = max(self.lease._busy_until(timed), self._busy_at_pause)
         try:
-            if (wait := self._quiet_from - time.monotonic()) > 0:
+            if (wait := busy_until + self.lease.probe.settle_s() - time.monotonic()) > 0:
                 time.sleep(wait)
                 self.settle_s += wait
             retimed = 0
@@ -205,9 +218,9 @@ class Hold:
                 self.windows.append(window)
                 return result, window
         finally:
+            self.lease._ended(timed)
             for worker in extra:
                 worker.resume()
-            self._last_timed = timed
 
     def release(self) -> None:
         for worker in self._paused:

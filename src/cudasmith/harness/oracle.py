@@ -87,7 +87,7 @@ class Oracle:
         """A request (a step of the lease), answered or raised as the harness's failure; `config`: the
         index and name of the config it is about."""
         try:
-            with self.lease.step():
+            with self.lease.step(self.worker):
                 reply = self.worker.request(request, timeout_s, what)
         except WorkerFailure as failure:
             raise self.failed(failure, config) from None

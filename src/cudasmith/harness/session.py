@@ -17,6 +17,7 @@ device's timing lease (lease.py), so no other process of the session runs while 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from cudasmith.device import default_device, software_versions, usable_device
-from cudasmith.errors import UsageError
+from cudasmith.errors import CudasmithError, UsageError
 from cudasmith.harness import sandbox
 from cudasmith.harness.assemble import finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
@@ -44,7 +45,7 @@ from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
 from cudasmith.harness.roofline import ConfigDescription
 from cudasmith.harness.screen import screen
-from cudasmith.harness.timed import time_candidate
+from cudasmith.harness.timed import time_ahead, time_candidate
 from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Status, Verdict
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
@@ -302,6 +303,17 @@ class Judge:
             text = capture.text()
             if text.strip():
                 verdict.artifacts[name] = text
+
+    def time_ahead(self) -> None:
+        """Measure the device's peaks and time every config's baselines now, while no candidate is judged
+        (a queue waiting for its builds ahead, exec/ahead.py), so that the first candidate's timing finds
+        them done. Safe beside judging (each config is a hold of the lease); a failure here is left to the
+        candidates' verdicts to report."""
+        if not self.options.timing:
+            return
+        with contextlib.suppress(CudasmithError):
+            self._start()
+            time_ahead(self)
 
     def judge_many(self, solutions: Iterable[str | Path]) -> Iterator[Verdict]:
         """Judge the solutions, `in_flight` at once; verdicts come in the order given."""

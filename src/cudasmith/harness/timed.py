@@ -90,6 +90,19 @@ def time_candidate(
     exclusivity(verdict.timing, windows + own, judge.lease.probe.how)
 
 
+def time_ahead(judge: Judge) -> None:
+    """The session's own timing, done while no candidate is being judged (the queue waits for its builds):
+    the device's peaks and every selected config's baselines, a hold each config, as the first candidate's
+    timing would otherwise do them with the GPU idle until then."""
+    for index, config, hidden in judge.selected:
+        with judge.lease.hold() as hold:
+            judge.oracle.ensure_peaks(hold, judge.progress_line)
+            name = label(index, config, hidden, judge.problem)
+            judge.baselines.for_config(
+                time_spec(judge, index, config), name, hold, judge.progress_line, False
+            )
+
+
 def _name(judge: Judge, result: ConfigResult, configs: dict[int, Config]) -> str:
     return label(result.index, configs[result.index], result.hidden, judge.problem)
 
