@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+from throughput_report import fresh_caches
+
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "benchmarks" / "candidates" / "level1" / "relu" / "inline_relu.py"
 TASK = "level1/relu"
@@ -53,15 +55,10 @@ def copies(folder: Path, count: int) -> list[Path]:
 
 
 def fresh_env(folder: Path) -> dict[str, str]:
-    """Empty compile caches of their own, and this checkout's cudasmith first."""
+    """Empty caches of their own (the device's facts measured again too, as on a user's first run), and
+    this checkout's cudasmith first."""
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
-    return dict(
-        os.environ,
-        PYTHONPATH=path,
-        CUDASMITH_CACHE=str(folder / "cache"),
-        TORCH_EXTENSIONS_DIR=str(folder / "torch_extensions"),
-        TRITON_CACHE_DIR=str(folder / "triton"),
-    )
+    return dict(os.environ, PYTHONPATH=path, **fresh_caches(folder))
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, str, str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from throughput_report import fresh_caches
 
 from cudasmith.report.rejudge import print_rejudge, rejudged
 from cudasmith.runtime.cache import cache_dir
@@ -41,20 +41,10 @@ BUDGET_S = 600.0
 STOP_GRACE_S = 30.0
 
 
-def fresh_caches(scratch: Path) -> dict[str, str]:
-    """Empty compile caches (cudasmith's, torch extensions', Triton's) holding only the device's facts, so
-    that every build is paid again even on a machine that ran this before; wide output for the table."""
-    cache = scratch / "cudasmith-cache"
-    measured = cache_dir("device")
-    if measured.is_dir():
-        shutil.copytree(measured, cache / "device", dirs_exist_ok=True)
-    return dict(
-        os.environ,
-        COLUMNS="160",
-        CUDASMITH_CACHE=str(cache),
-        TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"),
-        TRITON_CACHE_DIR=str(scratch / "triton"),
-    )
+def fresh_env(scratch: Path) -> dict[str, str]:
+    """Empty compile caches holding only the device's facts (measured apart, first), and wide output for
+    the table."""
+    return dict(os.environ, COLUMNS="160", **fresh_caches(scratch, cache_dir("device")))
 
 
 def main() -> int:
@@ -106,7 +96,7 @@ def main() -> int:
             f"[rejudge] the device's facts (cudasmith device, once per machine, not counted): {facts_s:.1f} s, "
             f"exit code {facts.returncode}"
         )
-        env = fresh_caches(Path(scratch))
+        env = fresh_env(Path(scratch))
         started = time.monotonic()
         # The command's own output (its progress, then the table) goes straight through, so a run cut
         # off by --budget-s or by the caller still shows how far it got.

@@ -46,7 +46,6 @@ import argparse
 import fnmatch
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,7 +61,16 @@ from child_processes import last_json, run_process, tail
 from rich.console import Console
 from stream_children import child_interference, child_stream
 from stream_variants import PER_TASK
-from throughput_report import Approach, Candidate, Result, judge_errors, kind_of, print_tables, report_lines
+from throughput_report import (
+    Approach,
+    Candidate,
+    Result,
+    fresh_caches,
+    judge_errors,
+    kind_of,
+    print_tables,
+    report_lines,
+)
 from throughput_stream import run_stream
 
 from cudasmith.exec.nvml import MEANING, BusySampler
@@ -131,18 +139,8 @@ class Runner:
 
     def env(self, label: str) -> dict[str, str]:
         """Fresh compile caches for one approach, with the device facts measured once for the machine."""
-        root = self.workdir / label
-        cache = root / "cudasmith-cache"
-        if self.device_cache is not None and self.device_cache.is_dir():
-            shutil.copytree(self.device_cache, cache / "device", dirs_exist_ok=True)
-        return dict(
-            os.environ,
-            PYTHONPATH=self.pythonpath(),
-            PYTHONUNBUFFERED="1",
-            CUDASMITH_CACHE=str(cache),
-            TRITON_CACHE_DIR=str(root / "triton"),
-            TORCH_EXTENSIONS_DIR=str(root / "torch_extensions"),
-        )
+        caches = fresh_caches(self.workdir / label, self.device_cache)
+        return dict(os.environ, PYTHONPATH=self.pythonpath(), PYTHONUNBUFFERED="1", **caches)
 
     def cudasmith_eval(self, solution: Path, task: str, env: dict[str, str], timeout_s: float) -> Result:
         command = [sys.executable, "-m", "cudasmith", "eval", str(solution), "--task", task, "--json"]

@@ -3,6 +3,7 @@ the summary per approach, the lines the issue asks for, and the Rich tables."""
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -18,6 +19,21 @@ from rich.table import Table
 UNJUDGED = ("not reached", "left out", "stopped", "unavailable")
 # Captured output (the GPU machine's) is not a terminal: Rich would fold the tables to 80 columns.
 WIDE_COLUMNS = 160
+
+
+def fresh_caches(root: Path, device_facts: Path | None = None) -> dict[str, str]:
+    """The variables that give a run empty compile caches of its own below `root` (cudasmith's, torch
+    extensions', Triton's), so that every build is paid again even on a machine that ran it before.
+    `device_facts`: a folder of the device's measured facts (cudasmith's cache's `device`) to keep, so
+    that they are not measured again."""
+    cache = root / "cudasmith-cache"
+    if device_facts is not None and device_facts.is_dir():
+        shutil.copytree(device_facts, cache / "device", dirs_exist_ok=True)
+    return {
+        "CUDASMITH_CACHE": str(cache),
+        "TORCH_EXTENSIONS_DIR": str(root / "torch_extensions"),
+        "TRITON_CACHE_DIR": str(root / "triton"),
+    }
 
 
 @dataclass(frozen=True)
