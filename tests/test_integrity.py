@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from cudasmith.errors import UsageError
 from cudasmith.harness import sandbox
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.scratch import folder_intact, seal_folder
+from cudasmith.harness.scratch import Scratch, folder_intact, seal_folder, sweep_moved_aside
 from cudasmith.runtime import seal
 from cudasmith.store import CacheKey, RunStore
 from cudasmith.store.runs import load_run
@@ -143,6 +144,36 @@ def test_a_build_folder_changed_after_its_seal_is_not_trusted(tmp_path: Path) ->
     (folder / "_cpu" / "link.so").unlink()
     (folder / "_cpu" / "kernel.so").write_bytes(b"planted")
     assert not folder_intact(folder)
+
+
+def test_a_changed_build_folder_is_moved_aside_and_old_ones_are_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder changed after its seal is renamed (a process may have its libraries mapped) and the
+    solution builds again; folders moved aside over an hour ago go when another is."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "builds"))
+    solution = tmp_path / "solution.py"
+    solution.write_text("from torch.utils.cpp_extension import load_inline\n")
+    scratch = Scratch(tmp_path / "problem.py")
+    try:
+        scratch.stage(solution)
+        folder = scratch.build
+        assert folder is not None
+        folder.mkdir(parents=True)
+        (folder / "ext.so").write_bytes(b"built")
+        seal_folder(folder)
+        (folder / "ext.so").write_bytes(b"changed")
+        old = folder.with_name(f".{folder.name}.changed-1-{1_000_000_000}")  # moved aside in 1970
+        recent = folder.with_name(f".{folder.name}.changed-2-{time.time_ns()}")
+        for aside in (old, recent):
+            aside.mkdir()
+        scratch.stage(solution)
+        moved = sorted(p.name for p in folder.parent.iterdir() if ".changed-" in p.name)
+        assert not folder.exists(), "the changed folder is not trusted: the solution builds again"
+        assert old.name not in moved and recent.name in moved and len(moved) == 2, moved
+        assert sweep_moved_aside(folder.parent, older_than_s=0.0) == 2
+    finally:
+        scratch.remove()
 
 
 def test_require_isolation_refuses_to_judge_without_a_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:

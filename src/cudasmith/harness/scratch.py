@@ -36,9 +36,28 @@ from cudasmith.runtime.cache import (
 # The file in a build folder that holds its seal.
 SEAL_FILE = ".cudasmith-seal"
 SEAL_PURPOSE = "build-folder"
+# A build folder changed after its seal is renamed ".<name>.changed-<pid>-<ns>" (a process may still have
+# its libraries mapped); such folders older than this are deleted when another is moved aside.
+MOVED_ASIDE_PREFIX = "."
+MOVED_ASIDE_KEPT_S = 3600.0
 # Where the run store lives by default, relative to the working folder (store.db's DEFAULT_STORE).
 DEFAULT_STORE_FOLDER = "runs"
 STORE_ENV = "CUDASMITH_STORE"
+
+
+def sweep_moved_aside(base: Path, older_than_s: float = MOVED_ASIDE_KEPT_S) -> int:
+    """Delete the build folders moved aside (changed after their seal) more than `older_than_s` ago, by
+    the time in their names; returns how many went. Called whenever another is moved aside."""
+    gone, now_ns = 0, time.time_ns()
+    for entry in base.glob(f"{MOVED_ASIDE_PREFIX}*.changed-*-*"):
+        try:
+            moved_ns = int(entry.name.rsplit("-", 1)[1])
+        except ValueError:
+            continue
+        if now_ns - moved_ns > older_than_s * 1e9 and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            gone += 1
+    return gone
 
 
 def build_folder(solution: Path) -> Path:
@@ -131,8 +150,11 @@ class Scratch:
         if (self.build / SEAL_FILE).exists() and not folder_intact(self.build):
             with contextlib.suppress(OSError):
                 self.build.rename(
-                    self.build.with_name(f".{self.build.name}.changed-{os.getpid()}-{time.time_ns()}")
+                    self.build.with_name(
+                        f"{MOVED_ASIDE_PREFIX}{self.build.name}.changed-{os.getpid()}-{time.time_ns()}"
+                    )
                 )
+            sweep_moved_aside(self.build.parent)
         staged = self.root / "solution" / solution.name
         shutil.copyfile(solution, staged)
         return staged
