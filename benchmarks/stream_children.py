@@ -113,7 +113,10 @@ class Phases:
 
 
 def child_stream(args: argparse.Namespace, emit: Emit) -> None:
-    """Each task's stream in one session, its builds sent ahead before the first session starts."""
+    """Each task's stream in a session of its own, the sessions side by side on the GPU (they share its
+    timing lease) with at most K candidates in flight among them all, their builds sent ahead before the
+    first session starts: while one task's queue waits for an extension's build, the other's candidates
+    are judged, as two searches on one GPU would be."""
     from cudasmith.exec import ahead as builds_ahead
     from cudasmith.exec.ahead import BuildsAhead
     from cudasmith.harness.session import Judge, resolve_problem
@@ -124,6 +127,8 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
     )
 
     options = _options(args)
+    k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1
+    in_flight = threading.BoundedSemaphore(k)  # K is the GPU's, whichever task a candidate is of
     by_task: dict[str, list[str]] = {}
     for name in args.names:
         by_task.setdefault(str(Path(name).parent), []).append(name)
@@ -132,28 +137,44 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
         problem = resolve_problem(task)
         pools[task] = (problem, BuildsAhead(problem, options))
         pools[task][1].start([args.candidates / name for name in names])
+
+    began = time.perf_counter()  # the phases' clock, the same for every task
+
+    def one_task(task: str, names: list[str]) -> None:
+        problem, ahead = pools[task]
+        paths = [args.candidates / name for name in names]
+        started, done = time.perf_counter(), set[int]()
+        phases = Phases(emit, began, args.candidates)
+        try:
+            with Judge(problem, options, phases, candidates=len(names)) as judge:
+                phases.judging(judge)
+                judge_one = judge.judge
+
+                def gated(solution: Any) -> Any:
+                    with in_flight:
+                        return judge_one(solution)
+
+                judge.judge = gated  # type: ignore[method-assign]
+                emit(event="setup", task=task, seconds=time.perf_counter() - started, in_flight=k)
+                # As a search takes them: each verdict as soon as it is done, not in the order given.
+                for index, verdict in judged(judge, paths, ahead=ahead):
+                    emit(**_candidate_event(names[index], verdict))
+                    done.add(index)
+        except Exception as exc:  # a harness failure: what is left of the task is recorded against it
+            reason = f"{type(exc).__name__}: {exc}"[:300]
+            for index, name in enumerate(names):
+                if index not in done:
+                    emit(event="candidate", name=name, status="harness_error", seconds=None, reason=reason)
+
+    threads = [
+        threading.Thread(target=one_task, args=(task, names), name=f"stream-{task}", daemon=True)
+        for task, names in by_task.items()
+    ]
     try:
-        for task, names in by_task.items():
-            problem, ahead = pools[task]
-            paths = [args.candidates / name for name in names]
-            started, done = time.perf_counter(), set[int]()
-            phases = Phases(emit, started, args.candidates)
-            try:
-                with Judge(problem, options, phases, candidates=len(names)) as judge:
-                    phases.judging(judge)
-                    k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1
-                    emit(event="setup", task=task, seconds=time.perf_counter() - started, in_flight=k)
-                    # As a search takes them: each verdict as soon as it is done, not in the order given.
-                    for index, verdict in judged(judge, paths, ahead=ahead):
-                        emit(**_candidate_event(names[index], verdict))
-                        done.add(index)
-            except Exception as exc:  # a harness failure: what is left of the task is recorded against it
-                reason = f"{type(exc).__name__}: {exc}"[:300]
-                for index, name in enumerate(names):
-                    if index not in done:
-                        emit(
-                            event="candidate", name=name, status="harness_error", seconds=None, reason=reason
-                        )
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     finally:
         for _, ahead in pools.values():
             ahead.close()

@@ -49,6 +49,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -441,9 +442,12 @@ def main() -> int:
         replies = os.fdopen(os.dup(1), "w")
         os.dup2(2, 1)  # anything else printed goes to stderr, never into the replies
 
-        def emit(**event: Any) -> None:
-            replies.write(json.dumps(event) + "\n")
-            replies.flush()
+        lock = threading.Lock()
+
+        def emit(**event: Any) -> None:  # from the children's threads: one whole line at a time
+            with lock:
+                replies.write(json.dumps(event) + "\n")
+                replies.flush()
 
         chosen_child(args, emit)
         return 0

@@ -96,7 +96,7 @@ class Row:
     timing: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The candidates a session kept in flight, as it reported them.
     in_flight: int | None = None
-    # Each candidate's progress lines in its session: (seconds since the session began, what), in order.
+    # Each candidate's progress lines in its session: (seconds since the stream began, what), in order.
     phases: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     # Per candidate, each timed config's measurement: median, samples, stop, warmup_s, sampling_s, records_s.
     configs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
