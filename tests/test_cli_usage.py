@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -179,11 +180,12 @@ def test_time_limits_reach_the_harness_options(monkeypatch: pytest.MonkeyPatch) 
         def __exit__(self, *exc: object) -> None:
             return None
 
-        def judge_many(self, solutions: list[Path]) -> list[Verdict]:
-            return [
-                Verdict(status="correct", reason="", task="level1/relu", solution=str(path), device="cpu")
-                for path in solutions
-            ]
+        def judge_as_done(self, solutions: Iterable[Path]) -> Iterator[tuple[int, Verdict]]:
+            for position, path in enumerate(solutions):
+                verdict = Verdict(
+                    status="correct", reason="", task="level1/relu", solution=str(path), device="cpu"
+                )
+                yield position, verdict
 
     monkeypatch.setattr("cudasmith.harness.session.Judge", Judge)
     args = ["eval", str(EXAMPLES / "softmax_cpu.py"), "--task", "level1/relu", "--device", "cpu", "--json"]
