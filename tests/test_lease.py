@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cudasmith.harness import lease as lease_module
-from cudasmith.harness.exclusive import CpuActivity, GpuActivity, WindowCheck, cpu_seconds
+from cudasmith.harness.exclusive import CpuActivity, GpuActivity, Unverified, WindowCheck, cpu_seconds
 from cudasmith.harness.lease import MAX_RETIMES, TimingLease
 from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, WorkerSetup
 from cudasmith.harness.pausing import pause_workers, worker_processes
@@ -119,17 +119,8 @@ def test_a_hold_says_how_long_it_waited_for_the_steps_under_way(monkeypatch: pyt
     assert found == {"drain": 7.0, "pause": 0.0, "settle": 0.0}
 
 
-class Settling:
-    """A stand-in GPU probe: samples lag by half a second; every window is found exclusive."""
-
-    verified = True
-    how = "stand-in"
-
-    def begin(self, watched: list[int]) -> None:
-        return None
-
-    def check(self, mark: Any, timed: set[int], watched: list[int], trusted: set[int]) -> WindowCheck:
-        return WindowCheck(False, True)
+class Settling(Unverified):
+    """A stand-in GPU probe whose samples lag by half a second; no window is found shared."""
 
     def settle_s(self) -> float:
         return 0.5
@@ -174,7 +165,7 @@ def test_a_window_settles_only_after_work_it_could_see(
     sleeper = subprocess.Popen(SLEEP)
     try:
         owner, other, judges = Stub(sleeper.pid), Stub(sleeper.pid), Stub(sleeper.pid)
-        lease = TimingLease(gpu=True, probe=Settling())
+        lease = TimingLease(gpu=True, probe=Settling("a stand-in"))
         lease.register(judges, trusted=True)  # type: ignore[arg-type]
         worker = {
             "another candidate": other,

@@ -167,7 +167,7 @@ def judged_as_done(
             ahead = owned.enter_context(BuildsAhead(judge.problem, judge.options, workers))
             ahead.start(paths)
         order: list[int] = []
-        timing_ahead: list[threading.Thread] = []
+        timed_ahead = threading.Event()
 
         def queue() -> Iterator[Path]:
             assert ahead is not None
@@ -177,10 +177,12 @@ def judged_as_done(
                 if progress is not None:
                     progress(f"waiting for {plural(count, 'build')} ahead", len(order), len(paths))
                 # The GPU would idle until a build ends: the session's own timing (peaks, baselines) now.
-                if not timing_ahead and (time_ahead := getattr(judge, "time_ahead", None)) is not None:
-                    thread = threading.Thread(target=time_ahead, name="cudasmith-time-ahead", daemon=True)
-                    timing_ahead.append(thread)
-                    thread.start()
+                if (
+                    not timed_ahead.is_set()
+                    and (time_ahead := getattr(judge, "time_ahead", None)) is not None
+                ):
+                    timed_ahead.set()
+                    threading.Thread(target=time_ahead, name="cudasmith-time-ahead", daemon=True).start()
 
             for index in ahead.in_ready_order(paths, waiting):
                 order.append(index)

@@ -36,20 +36,24 @@ from cudasmith.runtime.cache import (
 # The file in a build folder that holds its seal.
 SEAL_FILE = ".cudasmith-seal"
 SEAL_PURPOSE = "build-folder"
-# A build folder changed after its seal is renamed ".<name>.changed-<pid>-<ns>" (a process may still have
-# its libraries mapped); such folders older than this are deleted when another is moved aside.
-MOVED_ASIDE_PREFIX = "."
+# A build folder changed after its seal is moved aside (moved_aside: a process may still have its
+# libraries mapped); such folders older than this are deleted when another is moved aside.
 MOVED_ASIDE_KEPT_S = 3600.0
 # Where the run store lives by default, relative to the working folder (store.db's DEFAULT_STORE).
 DEFAULT_STORE_FOLDER = "runs"
 STORE_ENV = "CUDASMITH_STORE"
 
 
+def moved_aside(folder: Path) -> Path:
+    """Where a build folder changed after its seal goes: hidden, with the pid and the time that moved it."""
+    return folder.with_name(f".{folder.name}.changed-{os.getpid()}-{time.time_ns()}")
+
+
 def sweep_moved_aside(base: Path, older_than_s: float = MOVED_ASIDE_KEPT_S) -> int:
     """Delete the build folders moved aside (changed after their seal) more than `older_than_s` ago, by
     the time in their names; returns how many went. Called whenever another is moved aside."""
     gone, now_ns = 0, time.time_ns()
-    for entry in base.glob(f"{MOVED_ASIDE_PREFIX}*.changed-*-*"):
+    for entry in base.glob(".*.changed-*-*"):  # moved_aside's names
         try:
             moved_ns = int(entry.name.rsplit("-", 1)[1])
         except ValueError:
@@ -149,11 +153,7 @@ class Scratch:
         # process with its libraries mapped keeps reading them; the solution builds again.
         if (self.build / SEAL_FILE).exists() and not folder_intact(self.build):
             with contextlib.suppress(OSError):
-                self.build.rename(
-                    self.build.with_name(
-                        f"{MOVED_ASIDE_PREFIX}{self.build.name}.changed-{os.getpid()}-{time.time_ns()}"
-                    )
-                )
+                self.build.rename(moved_aside(self.build))
             sweep_moved_aside(self.build.parent)
         staged = self.root / "solution" / solution.name
         shutil.copyfile(solution, staged)
