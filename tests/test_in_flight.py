@@ -121,7 +121,12 @@ def test_a_session_times_its_baselines_ahead_and_the_first_candidate_finds_them(
         ahead = [line for line in lines if line.startswith("timing eager PyTorch")]
         assert len(ahead) == len(judge.selected), lines
         lines.clear()
+        holds = judge.lease.holds
         verdict = judge.judge(SOLUTIONS / "vector_add_cpu.py")
+        # One hold for all of the candidate's configs (and one more only if a baseline beat the peaks).
+        again = any("measured again" in note for note in verdict.notes)
+        assert judge.lease.holds - holds == 1 + again, verdict.notes
+    assert len(verdict.configs) > 1
     assert verdict.status == Status.CORRECT, verdict.reason
     assert not [line for line in lines if line.startswith("timing eager PyTorch")], lines
     assert all(result.speedup for result in verdict.configs) and verdict.speedups.get("eager"), (

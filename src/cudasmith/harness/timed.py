@@ -1,17 +1,17 @@
 """Timing one candidate, config by config, side by side with the session's baselines, with the device alone.
 
-Each config is timed in a hold of the device's timing lease (lease.py): the steps of other candidates in
-flight have finished and their workers are paused. In the hold, the device's peaks (first time only) and
-the config's baselines that have no fresh measurement are timed first, then the candidate, on input sets
-perturbed afresh for every call. After the hold, while the other candidates go on, the outputs of timed
-calls chosen at random are compared with the reference for the inputs each call saw. Every timed request
-is a window checked afterwards for other processes (exclusive.py): one found shared is timed again, and a
-time that stayed shared is kept but gives no speedup.
+A candidate is timed in one hold of the device's timing lease (lease.py): the steps of other candidates
+in flight have finished and their workers are paused. In the hold, the device's peaks (first time only)
+and the baselines that have no fresh measurement are timed first, then the candidate config by config,
+on input sets perturbed afresh for every call; after each config, the outputs of timed calls chosen at
+random are compared with the reference for the inputs each call saw (they live until the candidate's
+next request). Every timed request is a window checked afterwards for other processes (exclusive.py):
+one found shared is timed again, and a time that stayed shared is kept but gives no speedup.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from cudasmith.errors import HarnessError
@@ -52,35 +52,48 @@ def timing_limit_s(judge: Judge, index: int) -> float:
 def time_candidate(
     judge: Judge, candidate: WorkerProcess, verdict: Verdict, ordered: list[ConfigResult]
 ) -> None:
-    """Time a correct candidate config by config (stopping at the first failure). Each config's baselines
-    (when due) and its own window hold the device alone; the re-checks of its timed outputs come after
-    the hold, as correctness work does, while other candidates go on."""
+    """Time a correct candidate config by config (stopping at the first failure), in one hold of the
+    device: the peaks (first time only) and every config's baselines that are due first, then the
+    candidate's windows, each followed by the re-check of its timed outputs (they live until the
+    candidate's next request). One hold, not one per config: the steps under way are drained, the other
+    candidates paused and NVML's samples settled once per candidate, not once per config. Speedups,
+    the roofline and what a failure means are worked out after the hold, while other candidates go on."""
     configs = {i: c for i, c, _ in judge.selected}
     verdict.timing = TimingReport(judge.plan.l2_state, judge.plan.launch, judge.plan)
-    windows: list[Window] = []
+    timed: list[_Timed] = []
+    with judge.lease.hold(owner=candidate) as hold:
+        judge.oracle.ensure_peaks(hold, judge.progress_line)
+        # The baselines first: the candidate, paused while they are timed, ran before this hold.
+        specs = [_spec(judge, result, configs[result.index]) for result in ordered]
+        used = [
+            judge.baselines.for_config(spec, _name(judge, result, configs), hold, judge.progress_line)
+            for result, spec in zip(ordered, specs, strict=True)
+        ]
+        for result, spec, baselines in zip(ordered, specs, used, strict=True):
+            name = _name(judge, result, configs)
+            reply = time_config(judge, candidate, result, spec, baselines, hold)
+            rechecked = reply is not None and _recheck(
+                judge, candidate, verdict, result, spec, reply[0], name
+            )
+            timed.append(_Timed(result, name, baselines, reply))
+            if not rechecked:
+                break
+    waited(verdict.timing, hold)
+    if judge.oracle.peaks is not None:
+        verdict.peaks = judge.oracle.peaks
+    elif judge.oracle.peaks_error is not None:
+        verdict.note(f"no roofline: {judge.oracle.peaks_error}")
+    windows: list[Window] = [b.window for entry in timed for b in entry.baselines.values() if b.window]
     own: list[Window] = []
-    for result in ordered:
-        spec, name = _spec(judge, result, configs[result.index]), _name(judge, result, configs)
-        with judge.lease.hold(owner=candidate) as hold:
-            judge.oracle.ensure_peaks(hold, judge.progress_line)
-            # The baselines first: the candidate, paused while they are timed, ran before this hold.
-            used = judge.baselines.for_config(spec, name, hold, judge.progress_line)
-            timed = time_config(judge, candidate, result, spec, used, hold)
-        waited(verdict.timing, hold)
-        windows += [b.window for b in used.values() if b.window is not None]
-        if judge.oracle.peaks is not None:
-            verdict.peaks = judge.oracle.peaks
-        elif judge.oracle.peaks_error is not None:
-            verdict.note(f"no roofline: {judge.oracle.peaks_error}")
-        if timed is None:
-            break
-        reply, window = timed
+    for entry in timed:
+        result = entry.result
+        if entry.reply is None or result.status != Status.CORRECT:
+            break  # the failure is recorded on the result: timing it failed, or its re-check did
+        reply, window = entry.reply
         own.append(window)
-        if not _recheck(judge, candidate, verdict, result, spec, reply, name):
-            break
-        _record(verdict, result, reply, window, used["eager"], name)
-        _compare_with_baselines(judge, candidate, verdict, result, used, configs[result.index])
-        _no_speedup_from_shared(result, used, window, name, verdict)
+        _record(verdict, result, reply, window, entry.baselines["eager"], entry.name)
+        _compare_with_baselines(judge, candidate, verdict, result, entry.baselines, configs[result.index])
+        _no_speedup_from_shared(result, entry.baselines, window, entry.name, verdict)
         if result.status != Status.CORRECT:
             break
     if any(not window.exclusive for window in own):
@@ -88,6 +101,17 @@ def time_candidate(
         for result in ordered:
             _no_speedup(result)
     exclusivity(verdict.timing, windows + own, judge.lease.probe.how)
+
+
+@dataclass
+class _Timed:
+    """One config timed in the candidate's hold: its result, name, baselines, and reply with its window
+    (None: timing it failed)."""
+
+    result: ConfigResult
+    name: str
+    baselines: dict[str, BaselineTime]
+    reply: tuple[Timed, Window] | None
 
 
 def time_ahead(judge: Judge) -> None:
