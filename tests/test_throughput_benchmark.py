@@ -299,6 +299,13 @@ def test_stream_rows_compare_with_kernelbench_and_with_each_other(scripts: Simpl
         ("session K=4", 4),
     ]
     assert stream.session_rows(4, False) == [("session K=1", 1)]
+    # KernelBench reached 2 of the 3: every ratio to its rate is marked, and the note says why.
+    note = stream.partial_note(2, len(batch))
+    assert note is not None and "judged 2 of the stream's 3 candidates" in note
+    assert stream.partial_note(3, len(batch)) is None
+    document = {"rows": {"session K=1": summary}, "kernelbench_partial": note}
+    assert "(6.00x* KernelBench's)" in stream.row_line(one, document)
+    assert "(6.00x KernelBench's)" in stream.row_line(one, {"rows": {"session K=1": summary}})
 
 
 def test_the_interference_check_compares_times_config_by_config(scripts: SimpleNamespace) -> None:

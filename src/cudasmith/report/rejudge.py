@@ -195,7 +195,8 @@ def print_rejudge(kernels: list[RejudgedKernel], console: Console) -> None:
     passed = [k for k in kernels if k.kernelbench_tolerance and k.status != "correct"]
     if passed:
         console.print(
-            f"{len(passed)} of the kernels judged otherwise are within KernelBench's own tolerance on the inputs "
-            "compared (its check alone would have accepted them there)",
+            f"{len(passed)} of the kernels judged otherwise {'is' if len(passed) == 1 else 'are'} within "
+            "KernelBench's own tolerance on the inputs compared (its check alone would have accepted "
+            f"{'it' if len(passed) == 1 else 'them'} there)",
             highlight=False,
         )
