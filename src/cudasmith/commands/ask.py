@@ -7,33 +7,29 @@ import sys
 
 import typer
 
-from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem
+from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT
 from cudasmith.commands.judging import JudgeFlags, judging
 from cudasmith.commands.options import (
     BudgetOption,
     ConfigOption,
     CountOption,
-    FromOption,
     JsonOption,
     ModelOption,
     ParentOption,
-    ProblemOption,
     StoreOption,
-    TaskArgument,
-    TaskOption,
+    TaskFlags,
     TemplatesOption,
     VerdictOption,
+    for_a_task,
 )
 from cudasmith.commands.prompt import parent_solution
 from cudasmith.commands.store import store_to_write
 
 
 @judging
+@for_a_task
 def ask_command(
-    named: TaskArgument = None,
-    task: TaskOption = None,
-    problem: ProblemOption = None,
-    from_dir: FromOption = None,
+    task_flags: TaskFlags,
     model: ModelOption = None,
     n: CountOption = None,
     budget: BudgetOption = None,
@@ -59,7 +55,7 @@ def ask_command(
     from cudasmith.search.ask import ask
     from cudasmith.search.prompts import templates_from_config
 
-    loaded = pick_problem(named, task, problem, from_dir)
+    loaded = task_flags.load()
     options = judge.options()
     settings = load_llm_config(config, budget_usd=budget)
     with store_to_write(store) as where, judge_progress(bar=not as_json) as progress:

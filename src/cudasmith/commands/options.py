@@ -1,6 +1,6 @@
 """The options of `cudasmith`, each defined once: every command that has one spells it, abbreviates it
 and explains it the same way. Judging options are bundled in cudasmith.commands.judging, the lanes'
-in `LaneFlags`.
+in `LaneFlags`, the task's in `TaskFlags`.
 
 Every option that takes a value names it (METAVAR), so help never shows Typer's `<str>` or `<path>`.
 Defaults that live in the library are spelled out here, since `--help` must not import torch; the
@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cudasmith.commands.bundle import bundled
+from cudasmith.commands.common import pick_problem
 
 if TYPE_CHECKING:
     from cudasmith.exec import Lanes
+    from cudasmith.tasks.problem import Problem
 
 # The help panels that group options beyond a command's own.
 JUDGING = "Judging"
@@ -65,6 +67,8 @@ FromOption = Annotated[
         show_default=False,
     ),
 ]
+
+
 LevelOption = Annotated[
     str | None, typer.Option("--level", metavar="LEVEL", help="The tasks of a level, e.g. level1 or apps.")
 ]
@@ -240,6 +244,29 @@ BuildWorkersOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+@dataclass(frozen=True)
+class TaskFlags:
+    """What the task flags of a command said: TASK, --task, --problem and --from."""
+
+    named: TaskArgument = None
+    task: TaskOption = None
+    problem: ProblemOption = None
+    from_dir: FromOption = None
+
+    def given(self) -> bool:
+        """Whether they name a task (--from alone names none)."""
+        return bool(self.named or self.task or self.problem)
+
+    def load(self) -> Problem:
+        """The problem they name, loaded."""
+        return pick_problem(self.named, self.task, self.problem, self.from_dir)
+
+
+def for_a_task(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command, taking the task flags in place of its `task_flags: TaskFlags` parameter."""
+    return bundled(command, "task_flags", TaskFlags)
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudasmith.commands.common import command_device, pick_problem
+from cudasmith.commands.common import command_device
 from cudasmith.commands.options import (
     ConfigOption,
     DeviceOption,
-    FromOption,
     JsonOption,
     ParentOption,
-    ProblemOption,
-    TaskArgument,
-    TaskOption,
+    TaskFlags,
     TemplatesOption,
     VerdictOption,
+    for_a_task,
 )
 from cudasmith.errors import UsageError
 
@@ -47,11 +45,9 @@ def parent_solution(parent: Path | None, verdict: Path | None) -> Parent | None:
     return Parent(parent.read_text(), verdict_from_dict(data))
 
 
+@for_a_task
 def prompt_command(
-    named: TaskArgument = None,
-    task: TaskOption = None,
-    problem: ProblemOption = None,
-    from_dir: FromOption = None,
+    task_flags: TaskFlags,
     device: DeviceOption = None,
     parent: ParentOption = None,
     verdict: VerdictOption = None,
@@ -69,7 +65,7 @@ def prompt_command(
     from cudasmith.device import known_device
     from cudasmith.search.prompts import PromptBuilder, templates_from_config
 
-    loaded = pick_problem(named, task, problem, from_dir)
+    loaded = task_flags.load()
     builder = PromptBuilder(templates or templates_from_config(config))
     # A prompt for a GPU can be written on a machine without one: a device named is not looked for.
     target = known_device(device) if device else command_device(None, judging=False)
