@@ -27,6 +27,7 @@ from cudasmith.commands.options import (
     TemplatesOption,
     for_a_task,
     in_lanes,
+    value_option,
 )
 from cudasmith.commands.store import existing_store, store_to_write
 from cudasmith.errors import UsageError
@@ -47,11 +48,10 @@ def optimize_command(
     model: ModelsOption = None,
     weights: Annotated[
         str | None,
-        typer.Option(
+        value_option(
             metavar="W,W…",
             help="Weights of the models, comma-separated, e.g. 3,1 \\[default: equal]",
-            rich_help_panel=MODELS,
-            show_default=False,
+            panel=MODELS,
         ),
     ] = None,
     strategy: StrategyOption = None,
@@ -60,11 +60,10 @@ def optimize_command(
     budget: BudgetOption = None,
     verifier: Annotated[
         str | None,
-        typer.Option(
+        value_option(
             metavar="MODEL",
             help="A model that reviews candidates first (it only reorders the judge's queue).",
-            rich_help_panel=MODELS,
-            show_default=False,
+            panel=MODELS,
         ),
     ] = None,
     store: StoreOption = None,
