@@ -7,43 +7,33 @@ import sys
 
 import typer
 
-from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem
+from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT
 from cudasmith.commands.judging import JudgeFlags, judging
 from cudasmith.commands.options import (
     BudgetOption,
-    ConfigOption,
     CountOption,
-    FromOption,
     JsonOption,
     ModelOption,
-    ParentOption,
-    ProblemOption,
     StoreOption,
-    TaskArgument,
-    TaskOption,
-    TemplatesOption,
-    VerdictOption,
+    TaskFlags,
+    for_a_task,
 )
-from cudasmith.commands.prompt import parent_solution
+from cudasmith.commands.prompt import PromptFlags, prompting
 from cudasmith.commands.store import store_to_write
 
 
 @judging
+@for_a_task
+@prompting
 def ask_command(
-    named: TaskArgument = None,
-    task: TaskOption = None,
-    problem: ProblemOption = None,
-    from_dir: FromOption = None,
+    *,
+    task_flags: TaskFlags,
     model: ModelOption = None,
     n: CountOption = None,
     budget: BudgetOption = None,
     as_json: JsonOption = False,
     store: StoreOption = None,
-    parent: ParentOption = None,
-    verdict: VerdictOption = None,
-    templates: TemplatesOption = None,
-    config: ConfigOption = None,
-    *,
+    prompt_flags: PromptFlags,
     judge: JudgeFlags,
 ) -> None:
     """Ask a model for solutions of TASK once, judge every answer, and print the verdicts.
@@ -57,11 +47,10 @@ def ask_command(
     from cudasmith.llm.config import load_llm_config
     from cudasmith.report.progress import judge_progress
     from cudasmith.search.ask import ask
-    from cudasmith.search.prompts import templates_from_config
 
-    loaded = pick_problem(named, task, problem, from_dir)
+    loaded = task_flags.load()
     options = judge.options()
-    settings = load_llm_config(config, budget_usd=budget)
+    settings = load_llm_config(prompt_flags.config, budget_usd=budget)
     with store_to_write(store) as where, judge_progress(bar=not as_json) as progress:
         result = ask(
             loaded,
@@ -71,8 +60,8 @@ def ask_command(
             settings,
             options,
             where,
-            templates or templates_from_config(config),
-            parent_solution(parent, verdict),
+            prompt_flags.template_folder(),
+            prompt_flags.parent_solution(),
             progress=progress,
         )
     if as_json:

@@ -1,6 +1,6 @@
 """Flags that several commands share, taken as one dataclass: a command decorated with `bundled`
 declares a parameter of the dataclass's type, and Typer sees the dataclass's fields (each an annotated
-option) in its place, after the command's own parameters."""
+option or argument) in its place, where the command declares it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 
 def bundled(command: Callable[..., Any], parameter: str, flags_class: type) -> Callable[..., Any]:
-    """`command`, taking the fields of `flags_class` as flags in place of its `parameter`."""
+    """`command`, taking the fields of `flags_class` as flags where it declares its `parameter`."""
     hints = typing.get_type_hints(flags_class, include_extras=True)
     flags = [
         inspect.Parameter(
@@ -21,7 +21,8 @@ def bundled(command: Callable[..., Any], parameter: str, flags_class: type) -> C
         )
         for field in dataclasses.fields(flags_class)
     ]
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != parameter]
+    declared = inspect.signature(command, eval_str=True).parameters.values()
+    own = [p for p in declared if p.name != parameter]
     clash = {p.name for p in own} & {p.name for p in flags}
     if clash:
         raise TypeError(
@@ -33,7 +34,13 @@ def bundled(command: Callable[..., Any], parameter: str, flags_class: type) -> C
         bundle = flags_class(**{p.name: values.pop(p.name) for p in flags})
         return command(**values, **{parameter: bundle})
 
+    # Typer passes every value by keyword, so all may be keyword-only wherever the flags stand.
+    parameters = [
+        new
+        for p in declared
+        for new in (flags if p.name == parameter else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])
+    ]
     # Typer reads both: the signature for the parameters, the annotations for their types.
-    run.__signature__ = inspect.Signature([*own, *flags])  # type: ignore[attr-defined]
-    run.__annotations__ = {p.name: p.annotation for p in (*own, *flags)}
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
     return run

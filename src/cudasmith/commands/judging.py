@@ -15,7 +15,7 @@ import typer
 
 from cudasmith.commands.bundle import bundled
 from cudasmith.commands.common import command_device
-from cudasmith.commands.options import JUDGING, DeviceOption
+from cudasmith.commands.options import JUDGING, DeviceOption, value_option
 from cudasmith.errors import UsageError
 
 if TYPE_CHECKING:
@@ -26,13 +26,12 @@ SEEDS_PER_CONFIG = 3
 
 SeedOption = Annotated[
     int | None,
-    typer.Option(
+    value_option(
         "--seed",
         metavar="SEED",
         help="The secret seed (every verdict records the one it used): the same input sets again "
         "\\[default: fresh]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 SeedsOption = Annotated[
@@ -46,44 +45,40 @@ TimingOption = Annotated[
 # FIRST_CALL_EXTRA_S; tests keep these in step).
 TimeLimitOption = Annotated[
     float | None,
-    typer.Option(
+    value_option(
         "--time-limit",
         metavar="SECONDS",
         help="Longest one call of forward may take; slower is a timeout verdict "
         "\\[default: 100x the reference's own time, at least 5]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 LoadTimeLimitOption = Annotated[
     float | None,
-    typer.Option(
+    value_option(
         "--load-time-limit",
         metavar="SECONDS",
         help="Longest the solution's import and kernel compilation may take \\[default: 120]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 FirstCallExtraOption = Annotated[
     float | None,
-    typer.Option(
+    value_option(
         "--first-call-extra",
         metavar="SECONDS",
         help="Added to the first call's limit, for JIT compilation and autotuning \\[default: 10]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 # cudasmith.harness.memory.MEMORY_LIMIT_OPTION names this option in the judge's messages.
 MemoryLimitOption = Annotated[
     float | None,
-    typer.Option(
+    value_option(
         "--memory-limit",
         metavar="GIB",
         help="Host memory each worker (and what it starts) may use, in GiB \\[default: half the machine's]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 RulesOption = Annotated[
@@ -106,34 +101,31 @@ RequireIsolationOption = Annotated[
 ]
 InFlightOption = Annotated[
     int | None,
-    typer.Option(
+    value_option(
         "--in-flight",
         metavar="COUNT",
         help="Candidates judged at once per GPU (each in its own process; timing stays alone on the device) "
         "\\[default: from the cores and GPU memory]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 BaselinesOption = Annotated[
     str | None,
-    typer.Option(
+    value_option(
         "--baselines",
         metavar="NAMES",
         help="Timed beside eager PyTorch: compile, compile-max-autotune, expert, comma-separated "
         "\\[default: compile and expert on a GPU, expert on the CPU]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 L2Option = Annotated[
     str | None,
-    typer.Option(
+    value_option(
         "--l2",
         metavar="STATE",
         help="L2 while timing: cold (flushed before each call) or hot \\[default: the problem's, cold]",
-        rich_help_panel=JUDGING,
-        show_default=False,
+        panel=JUDGING,
     ),
 ]
 GraphOption = Annotated[

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem, stderr
+from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, stderr
 from cudasmith.commands.judging import JudgeFlags, judging
 from cudasmith.commands.options import (
     MODELS,
@@ -16,19 +16,18 @@ from cudasmith.commands.options import (
     ConfigOption,
     CountOption,
     DepthOption,
-    FromOption,
     JsonOption,
     LaneFlags,
     ModelsOption,
     OutputOption,
-    ProblemOption,
     ResumeOption,
     StoreOption,
     StrategyOption,
-    TaskArgument,
-    TaskOption,
+    TaskFlags,
     TemplatesOption,
+    for_a_task,
     in_lanes,
+    value_option,
 )
 from cudasmith.commands.store import existing_store, store_to_write
 from cudasmith.errors import UsageError
@@ -43,19 +42,16 @@ def _weights(text: str | None) -> tuple[float, ...] | None:
 
 @judging
 @in_lanes
+@for_a_task
 def optimize_command(
-    named: TaskArgument = None,
-    task: TaskOption = None,
-    problem: ProblemOption = None,
-    from_dir: FromOption = None,
+    task_flags: TaskFlags,
     model: ModelsOption = None,
     weights: Annotated[
         str | None,
-        typer.Option(
+        value_option(
             metavar="W,W…",
             help="Weights of the models, comma-separated, e.g. 3,1 \\[default: equal]",
-            rich_help_panel=MODELS,
-            show_default=False,
+            panel=MODELS,
         ),
     ] = None,
     strategy: StrategyOption = None,
@@ -64,11 +60,10 @@ def optimize_command(
     budget: BudgetOption = None,
     verifier: Annotated[
         str | None,
-        typer.Option(
+        value_option(
             metavar="MODEL",
             help="A model that reviews candidates first (it only reorders the judge's queue).",
-            rich_help_panel=MODELS,
-            show_default=False,
+            panel=MODELS,
         ),
     ] = None,
     store: StoreOption = None,
@@ -101,11 +96,11 @@ def optimize_command(
     from cudasmith.search.prompts import templates_from_config
 
     if resume is not None:
-        judge.refuse_with_resume(["TASK"] if named or task or problem else [], "task")
+        judge.refuse_with_resume(["TASK"] if task_flags.given() else [], "task")
         existing_store(store).close()
         loaded, options = None, None
     else:
-        loaded = pick_problem(named, task, problem, from_dir)
+        loaded = task_flags.load()
         options = judge.options()
     settings = load_optimize_config(
         config, strategy=strategy, n=n, depth=depth, verifier=verifier, weights=_weights(weights)

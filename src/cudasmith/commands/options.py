@@ -1,6 +1,6 @@
 """The options of `cudasmith`, each defined once: every command that has one spells it, abbreviates it
 and explains it the same way. Judging options are bundled in cudasmith.commands.judging, the lanes'
-in `LaneFlags`.
+in `LaneFlags`, the task's in `TaskFlags`.
 
 Every option that takes a value names it (METAVAR), so help never shows Typer's `<str>` or `<path>`.
 Defaults that live in the library are spelled out here, since `--help` must not import torch; the
@@ -16,14 +16,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cudasmith.commands.bundle import bundled
+from cudasmith.commands.common import pick_problem
 
 if TYPE_CHECKING:
     from cudasmith.exec import Lanes
+    from cudasmith.tasks.problem import Problem
 
 # The help panels that group options beyond a command's own.
 JUDGING = "Judging"
 LANES = "Lanes (where candidates are judged)"
 MODELS = "Models"
+
+
+def value_option(*names: str, metavar: str, help: str, panel: str | None = None) -> Any:
+    """An option that takes a value, in `panel` of the help; its help spells out its default where it has
+    one, since Typer's own would show the None that stands for "not given"."""
+    return typer.Option(*names, metavar=metavar, help=help, rich_help_panel=panel, show_default=False)
+
 
 TaskArgument = Annotated[
     str | None,
@@ -57,14 +66,15 @@ ProblemOption = Annotated[
 ]
 FromOption = Annotated[
     Path | None,
-    typer.Option(
+    value_option(
         "--from",
         "--problem-dir",
         metavar="DIR",
         help="A KernelBench checkout or folder of problem files: task names are those `tasks --from DIR` lists.",
-        show_default=False,
     ),
 ]
+
+
 LevelOption = Annotated[
     str | None, typer.Option("--level", metavar="LEVEL", help="The tasks of a level, e.g. level1 or apps.")
 ]
@@ -82,41 +92,35 @@ JsonOption = Annotated[
 ]
 StoreOption = Annotated[
     Path | None,
-    typer.Option(
+    value_option(
         "--store",
         metavar="FILE",
         help="The run store; run folders go beside it \\[default: $CUDASMITH_STORE, else runs/cudasmith.db]",
-        show_default=False,
     ),
 ]
 ResumeOption = Annotated[
     str | None,
-    typer.Option(
+    value_option(
         "--resume",
         metavar="RUN",
         help="Go on with a stopped or crashed run of the store (its id), with its own options and device.",
-        show_default=False,
     ),
 ]
-OutputOption = Annotated[
-    Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write it here.", show_default=False)
-]
+OutputOption = Annotated[Path | None, value_option("--output", "-o", metavar="FILE", help="Write it here.")]
 ConfigOption = Annotated[
     Path | None,
-    typer.Option(
+    value_option(
         "--config",
         metavar="FILE",
         help="Settings file \\[default: $CUDASMITH_CONFIG, else ./cudasmith.toml]",
-        show_default=False,
     ),
 ]
 TemplatesOption = Annotated[
     Path | None,
-    typer.Option(
+    value_option(
         "--templates",
         metavar="DIR",
         help="Directory of prompt templates replacing the built-in ones of the same name.",
-        show_default=False,
     ),
 ]
 ParentOption = Annotated[
@@ -157,44 +161,40 @@ ModelsOption = Annotated[
 ]
 CountOption = Annotated[
     int | None,
-    typer.Option(
+    value_option(
         "--n",
         "-n",
         metavar="COUNT",
         help="Candidates per round: answers asked for at once \\[default: ask 1, optimize 4, bench 1]",
-        rich_help_panel=MODELS,
-        show_default=False,
+        panel=MODELS,
     ),
 ]
 DepthOption = Annotated[
     int | None,
-    typer.Option(
+    value_option(
         "--depth",
         metavar="ROUNDS",
         help="Rounds of fsr or evolve \\[default: the \\[optimize] settings, else 5]",
-        rich_help_panel=MODELS,
-        show_default=False,
+        panel=MODELS,
     ),
 ]
 StrategyOption = Annotated[
     str | None,
-    typer.Option(
+    value_option(
         "--strategy",
         metavar="NAME",
         help="one-shot (one request), fsr (rounds seeded by the best) or evolve (islands) "
         "\\[default: optimize fsr, bench one-shot]",
-        rich_help_panel=MODELS,
-        show_default=False,
+        panel=MODELS,
     ),
 ]
 BudgetOption = Annotated[
     float | None,
-    typer.Option(
+    value_option(
         "--budget",
         metavar="USD",
         help="Make no new model call once this many US dollars are spent.",
-        rich_help_panel=MODELS,
-        show_default=False,
+        panel=MODELS,
     ),
 ]
 
@@ -211,35 +211,55 @@ ExecutorOption = Annotated[
 ]
 GpusOption = Annotated[
     str | None,
-    typer.Option(
+    value_option(
         "--gpus",
         metavar="GPUS",
         help="With --device cuda: the GPUs that judge, one session each: all, a count (2) or, locally, "
         "indices (0,3) \\[default: all]",
-        rich_help_panel=LANES,
-        show_default=False,
+        panel=LANES,
     ),
 ]
 AddressOption = Annotated[
     str | None,
-    typer.Option(
+    value_option(
         "--address",
         metavar="HOST:PORT",
         help="A running Ray cluster's address (host:port or ray://host:port).",
-        rich_help_panel=LANES,
-        show_default=False,
+        panel=LANES,
     ),
 ]
 BuildWorkersOption = Annotated[
     int | None,
-    typer.Option(
+    value_option(
         "--build-workers",
         metavar="COUNT",
         help="Candidates compiled ahead at once on CPUs (0: none) \\[default: the cores the lanes leave]",
-        rich_help_panel=LANES,
-        show_default=False,
+        panel=LANES,
     ),
 ]
+
+
+@dataclass(frozen=True)
+class TaskFlags:
+    """What the task flags of a command said: TASK, --task, --problem and --from."""
+
+    named: TaskArgument = None
+    task: TaskOption = None
+    problem: ProblemOption = None
+    from_dir: FromOption = None
+
+    def given(self) -> bool:
+        """Whether they name a task (--from alone names none)."""
+        return bool(self.named or self.task or self.problem)
+
+    def load(self) -> Problem:
+        """The problem they name, loaded."""
+        return pick_problem(self.named, self.task, self.problem, self.from_dir)
+
+
+def for_a_task(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command, taking the task flags in place of its `task_flags: TaskFlags` parameter."""
+    return bundled(command, "task_flags", TaskFlags)
 
 
 @dataclass(frozen=True)

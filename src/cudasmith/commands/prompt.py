@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from cudasmith.commands.common import command_device, pick_problem
+from cudasmith.commands.bundle import bundled
+from cudasmith.commands.common import command_device
 from cudasmith.commands.options import (
     ConfigOption,
     DeviceOption,
-    FromOption,
     JsonOption,
     ParentOption,
-    ProblemOption,
-    TaskArgument,
-    TaskOption,
+    TaskFlags,
     TemplatesOption,
     VerdictOption,
+    for_a_task,
 )
 from cudasmith.errors import UsageError
 
@@ -26,37 +27,56 @@ if TYPE_CHECKING:
     from cudasmith.search.prompts import Parent
 
 
-def parent_solution(parent: Path | None, verdict: Path | None) -> Parent | None:
-    """The solution to improve, with the verdict on it (both or neither)."""
-    from cudasmith.search.feedback import verdict_from_dict
-    from cudasmith.search.prompts import Parent
+@dataclass(frozen=True)
+class PromptFlags:
+    """What the prompt flags of a command said: a solution to improve and its verdict, the templates,
+    the settings file."""
 
-    if parent is None and verdict is None:
-        return None
-    if parent is None or verdict is None:
-        raise UsageError(
-            "--parent and --verdict go together: a solution and its `cudasmith eval --json` output"
-        )
-    for path in (parent, verdict):
-        if not path.is_file():
-            raise UsageError(f"file not found: {path}")
-    try:
-        data = json.loads(verdict.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{verdict}: not JSON ({exc.msg})") from None
-    return Parent(parent.read_text(), verdict_from_dict(data))
+    parent: ParentOption = None
+    verdict: VerdictOption = None
+    templates: TemplatesOption = None
+    config: ConfigOption = None
+
+    def parent_solution(self) -> Parent | None:
+        """The solution to improve, with the verdict on it (both or neither)."""
+        from cudasmith.search.feedback import verdict_from_dict
+        from cudasmith.search.prompts import Parent
+
+        parent, verdict = self.parent, self.verdict
+        if parent is None and verdict is None:
+            return None
+        if parent is None or verdict is None:
+            raise UsageError(
+                "--parent and --verdict go together: a solution and its `cudasmith eval --json` output"
+            )
+        for path in (parent, verdict):
+            if not path.is_file():
+                raise UsageError(f"file not found: {path}")
+        try:
+            data = json.loads(verdict.read_text())
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{verdict}: not JSON ({exc.msg})") from None
+        return Parent(parent.read_text(), verdict_from_dict(data))
+
+    def template_folder(self) -> Path | None:
+        """Where the prompt templates come from: --templates, else the settings file's."""
+        from cudasmith.search.prompts import templates_from_config
+
+        return self.templates or templates_from_config(self.config)
 
 
+def prompting(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command, taking the prompt flags in place of its `prompt_flags: PromptFlags` parameter."""
+    return bundled(command, "prompt_flags", PromptFlags)
+
+
+@for_a_task
+@prompting
 def prompt_command(
-    named: TaskArgument = None,
-    task: TaskOption = None,
-    problem: ProblemOption = None,
-    from_dir: FromOption = None,
+    *,
+    task_flags: TaskFlags,
     device: DeviceOption = None,
-    parent: ParentOption = None,
-    verdict: VerdictOption = None,
-    templates: TemplatesOption = None,
-    config: ConfigOption = None,
+    prompt_flags: PromptFlags,
     as_json: JsonOption = False,
 ) -> None:
     """Print the prompt that would be sent for TASK: task, hardware, rules, solution contract.
@@ -67,13 +87,13 @@ def prompt_command(
     Example: [bold]cudasmith prompt level1/softmax --device cpu[/]
     """
     from cudasmith.device import known_device
-    from cudasmith.search.prompts import PromptBuilder, templates_from_config
+    from cudasmith.search.prompts import PromptBuilder
 
-    loaded = pick_problem(named, task, problem, from_dir)
-    builder = PromptBuilder(templates or templates_from_config(config))
+    loaded = task_flags.load()
+    builder = PromptBuilder(prompt_flags.template_folder())
     # A prompt for a GPU can be written on a machine without one: a device named is not looked for.
     target = known_device(device) if device else command_device(None, judging=False)
-    prompt = builder.build(loaded, target, parent=parent_solution(parent, verdict))
+    prompt = builder.build(loaded, target, parent=prompt_flags.parent_solution())
     if as_json:
         sys.stdout.write(json.dumps(prompt.to_dict(), indent=2) + "\n")
     else:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cudasmith.commands.options import JsonOption, StoreOption
+from cudasmith.commands.options import JsonOption, StoreOption, value_option
 from cudasmith.commands.store import existing_store, latest_run_id
 
 
@@ -22,11 +22,10 @@ def report_command(
     ],
     html: Annotated[
         Path | None,
-        typer.Option(
+        value_option(
             "--html",
             metavar="FILE",
             help="Also write one self-contained HTML page with the plots here.",
-            show_default=False,
         ),
     ] = None,
     as_json: JsonOption = False,

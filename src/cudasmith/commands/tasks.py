@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cudasmith.commands.common import command_device, pick_problem
+from cudasmith.commands.common import command_device
 from cudasmith.commands.options import (
     DeviceOption,
     FromOption,
     JsonOption,
     LevelOption,
-    ProblemOption,
-    TaskArgument,
-    TaskOption,
+    TaskFlags,
+    for_a_task,
 )
 from cudasmith.errors import UsageError
 
@@ -71,11 +70,9 @@ def tasks_command(
     print_task_list(rows, counts, unloaded)
 
 
+@for_a_task
 def show_command(
-    named: TaskArgument = None,
-    task: TaskOption = None,
-    problem: ProblemOption = None,
-    from_dir: FromOption = None,
+    task_flags: TaskFlags,
     device: DeviceOption = None,
     as_json: JsonOption = False,
     source: Annotated[bool, typer.Option("--source/--no-source", help="Print the reference source.")] = True,
@@ -90,7 +87,7 @@ def show_command(
     from cudasmith.device import load_peaks
     from cudasmith.harness.task_details import task_details
 
-    loaded = pick_problem(named, task, problem, from_dir)
+    loaded = task_flags.load()
     details = task_details(loaded, load_peaks(command_device(device, judging=False)))
     if as_json:
         sys.stdout.write(json.dumps(details, indent=2) + "\n")

@@ -258,28 +258,33 @@ class PeaksMeasured:
 # -- requests -----------------------------------------------------------------------------------------
 
 
+class BaseRequest:
+    """What every request is besides its fields: its op and the type of its reply, named once as class
+    arguments (`class Ping(BaseRequest, op="ping", reply=Ack)`)."""
+
+    op: ClassVar[str]
+    reply: ClassVar[type]
+
+    def __init_subclass__(cls, op: str, reply: type, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.op = op
+        cls.reply = reply
+
+
 @dataclass(frozen=True)
-class Ping:
+class Ping(BaseRequest, op="ping", reply=Ack):
     """Answered once the worker's imports are done."""
 
-    op: ClassVar[str] = "ping"
-    reply: ClassVar[type] = Ack
-
 
 @dataclass(frozen=True)
-class Prepare:
+class Prepare(BaseRequest, op="prepare", reply=Prepared):
     """A candidate worker's CUDA context, timing tools and profiler, before any solution is known."""
 
-    op: ClassVar[str] = "prepare"
-    reply: ClassVar[type] = Prepared
-
 
 @dataclass(frozen=True)
-class LoadSolution:
+class LoadSolution(BaseRequest, op="load_solution", reply=Ack):
     """Install the guard, take the snapshot, import the solution."""
 
-    op: ClassVar[str] = "load_solution"
-    reply: ClassVar[type] = Ack
     solution: str
     allowed_torch_ops: Literal["all"] | list[str] = field(default_factory=list)
     # Where the parent found the solution, when the worker is given a copy (its scratch folder's): the
@@ -288,20 +293,16 @@ class LoadSolution:
 
 
 @dataclass(frozen=True)
-class Construct:
+class Construct(BaseRequest, op="construct", reply=Constructed):
     """Build ModelNew for one config, its constructor's builds included."""
 
-    op: ClassVar[str] = "construct"
-    reply: ClassVar[type] = Constructed
     input: InputSpec
 
 
 @dataclass(frozen=True)
-class Run:
+class Run(BaseRequest, op="run", reply=Ran):
     """One call on one input set, its outputs exported for the judge."""
 
-    op: ClassVar[str] = "run"
-    reply: ClassVar[type] = Ran
     input: InputSpec
     # Freed device memory to poison before the call: the size of the outputs.
     poison_bytes: int = 0
@@ -310,61 +311,43 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Time:
+class Time(BaseRequest, op="time", reply=Timed):
     """Time one config (a candidate, or a reference worker's baseline)."""
 
-    op: ClassVar[str] = "time"
-    reply: ClassVar[type] = Timed
     time: TimeSpec
 
 
 @dataclass(frozen=True)
-class Release:
+class Release(BaseRequest, op="release", reply=Ack):
     """Let go of the last outputs exported."""
 
-    op: ClassVar[str] = "release"
-    reply: ClassVar[type] = Ack
-
 
 @dataclass(frozen=True)
-class Finish:
+class Finish(BaseRequest, op="finish", reply=Ack):
     """The last checks; the answer carries the count of messages sent, compared by the parent."""
 
-    op: ClassVar[str] = "finish"
-    reply: ClassVar[type] = Ack
-
 
 @dataclass(frozen=True)
-class Exit:
+class Exit(BaseRequest, op="exit", reply=Ack):
     """Stop serving (not answered)."""
 
-    op: ClassVar[str] = "exit"
-    reply: ClassVar[type] = Ack
-
 
 @dataclass(frozen=True)
-class LoadProblem:
+class LoadProblem(BaseRequest, op="load_problem", reply=ProblemLoaded):
     """Load the problem in the judge's worker: the device named, its launch cost calibrated."""
 
-    op: ClassVar[str] = "load_problem"
-    reply: ClassVar[type] = ProblemLoaded
-
 
 @dataclass(frozen=True)
-class Describe:
+class Describe(BaseRequest, op="describe", reply=Described):
     """Each config's size and work, from the reference on meta tensors."""
 
-    op: ClassVar[str] = "describe"
-    reply: ClassVar[type] = Described
     configs: list[Config]
 
 
 @dataclass(frozen=True)
-class Reference:
+class Reference(BaseRequest, op="reference", reply=ReferenceNotes):
     """The reference outputs of one input set, computed once per session and kept."""
 
-    op: ClassVar[str] = "reference"
-    reply: ClassVar[type] = ReferenceNotes
     input: InputSpec
 
 
@@ -377,22 +360,18 @@ class CompareItem:
 
 
 @dataclass(frozen=True)
-class Compare:
+class Compare(BaseRequest, op="compare", reply=Compared):
     """A candidate's exported outputs against the reference, per input set; `token`: the candidate
     worker's, which its shared-memory files must carry."""
 
-    op: ClassVar[str] = "compare"
-    reply: ClassVar[type] = Compared
     token: str
     items: list[CompareItem]
 
 
 @dataclass(frozen=True)
-class MeasurePeaks:
+class MeasurePeaks(BaseRequest, op="peaks", reply=PeaksMeasured):
     """The device's peaks (`remeasure`: again, after a baseline beat them)."""
 
-    op: ClassVar[str] = "peaks"
-    reply: ClassVar[type] = PeaksMeasured
     remeasure: bool = False
 
 

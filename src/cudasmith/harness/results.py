@@ -23,6 +23,16 @@ def _numbers(values: JsonObject) -> JsonObject:
     }
 
 
+def _fields_of(cls: type, data: JsonObject, nested: dict[str, type]) -> JsonObject:
+    """The values of verdict JSON for the fields of `cls` (infinities and NaNs made floats), each nested
+    record under a name of `nested` made its type."""
+    values = _numbers(known_fields(cls, data))
+    for name, record in nested.items():
+        if isinstance(values.get(name), dict):
+            values[name] = record(**values[name])
+    return values
+
+
 @dataclass
 class Timing:
     """One measurement as a verdict keeps it: the statistics (computed by the judge from the samples),
@@ -68,9 +78,7 @@ class Timing:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> Timing:
-        values = _numbers(known_fields(cls, data))
-        if isinstance(values.get("plan"), dict):
-            values["plan"] = TimingPlan(**values["plan"])
+        values = _fields_of(cls, data, {"plan": TimingPlan})
         return cls(
             **{"median_ms": 0.0, "ci95_ms": [0.0, 0.0], "rel_stderr": 0.0, "n": 0, "method": "", **values}
         )
@@ -114,10 +122,7 @@ class BaselineEntry:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> BaselineEntry:
-        values = _numbers(known_fields(cls, data))
-        if isinstance(values.get("previous_session"), dict):
-            values["previous_session"] = PreviousTime(**values["previous_session"])
-        return cls(**values)
+        return cls(**_fields_of(cls, data, {"previous_session": PreviousTime}))
 
 
 @dataclass
@@ -189,7 +194,5 @@ class TimingReport:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> TimingReport:
-        values = known_fields(cls, data)
-        if isinstance(values.get("plan"), dict):
-            values["plan"] = TimingPlan(**values["plan"])
+        values = _fields_of(cls, data, {"plan": TimingPlan})
         return cls(**{"l2_state": "", "launch": "", **values})

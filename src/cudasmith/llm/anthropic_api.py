@@ -4,30 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from cudasmith.llm.base import Completion, Provider, ProviderError, Request, normalise_finish_reason, one_line
-from cudasmith.llm.config import Endpoint
-from cudasmith.llm.sdk import api_key, import_sdk, provider_error
+from cudasmith.llm.base import Completion, ProviderError, Request, normalise_finish_reason, one_line
+from cudasmith.llm.sdk import SdkProvider
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SdkProvider):
     """`anthropic:<model>`. The API returns one completion per call, so n completions take n calls.
 
     With a thinking budget, max_tokens counts the answer and the budget comes on top of it."""
 
     max_n_per_call = 1
-
-    def __init__(self, spec: str, model: str, endpoint: Endpoint) -> None:
-        self.spec = spec
-        self.model = model
-        self._sdk = import_sdk("anthropic", spec)
-        self._base_url = endpoint.url()
-        self._key_env = endpoint.key_env()
-        self._key = api_key(endpoint, spec, optional=False)
-        # Our client retries and times out; the SDK's own retries would hide failures from both.
-        self._client = self._sdk.AsyncAnthropic(
-            api_key=self._key, base_url=self._base_url, max_retries=0, timeout=None
-        )
-        self._where = self._base_url or "the Anthropic API"
+    sdk_name = "anthropic"
+    client_class = "AsyncAnthropic"
+    default_where = "the Anthropic API"
 
     def _params(self, request: Request) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -55,7 +44,7 @@ class AnthropicProvider(Provider):
         try:
             message = await self._client.messages.create(**self._params(request))
         except self._sdk.AnthropicError as exc:
-            raise provider_error(exc, self._sdk, self._where, self._key_env, (self._key,)) from None
+            raise self._error(exc) from None
         content = getattr(message, "content", None)
         if not isinstance(content, list):
             raise ProviderError(
@@ -73,6 +62,3 @@ class AnthropicProvider(Provider):
                 output_tokens=getattr(usage, "output_tokens", None),
             )
         ]
-
-    async def close(self) -> None:
-        await self._client.close()

@@ -10,7 +10,6 @@ from typing import Any
 
 from cudasmith.llm.base import (
     Completion,
-    Provider,
     ProviderError,
     Request,
     normalise_finish_reason,
@@ -18,7 +17,7 @@ from cudasmith.llm.base import (
     split_usage,
 )
 from cudasmith.llm.config import Endpoint
-from cudasmith.llm.sdk import api_key, import_sdk, provider_error
+from cudasmith.llm.sdk import SdkProvider
 
 log = logging.getLogger("cudasmith.llm")
 
@@ -49,26 +48,20 @@ def _refused_parameter(exc: Any, params: dict[str, Any]) -> str | None:
     return next((p for p in FALLBACKS if p in params and f"'{p}'" in message), None)
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(SdkProvider):
     """`openai:<model>`; or `<name>:<model>` for an endpoint named in the config."""
 
     max_n_per_call = MAX_N_PER_CALL
+    sdk_name = "openai"
+    client_class = "AsyncOpenAI"
+    default_where = "the OpenAI API"
+    keyless_servers = True
 
     def __init__(self, spec: str, model: str, endpoint: Endpoint) -> None:
-        self.spec = spec
-        self.model = model
-        self._sdk = import_sdk("openai", spec)
-        self._base_url = endpoint.url()
-        self._key_env = endpoint.key_env()
-        self._key = api_key(endpoint, spec, optional=self._base_url is not None)
+        super().__init__(spec, model, endpoint)
         self.reasoning = (
             endpoint.reasoning if endpoint.reasoning is not None else bool(REASONING_MODEL.match(model))
         )
-        # Our client retries and times out; the SDK's own retries would hide failures from both.
-        self._client = self._sdk.AsyncOpenAI(
-            api_key=self._key, base_url=self._base_url, max_retries=0, timeout=None
-        )
-        self._where = self._base_url or "the OpenAI API"
         self._replaced: dict[str, str | None] = {}
 
     def _params(self, request: Request) -> dict[str, Any]:
@@ -116,9 +109,6 @@ class OpenAIProvider(Provider):
                 raise self._error(exc) from None
         return self._completions(response)
 
-    def _error(self, exc: Exception) -> ProviderError:
-        return provider_error(exc, self._sdk, self._where, self._key_env, (self._key,))
-
     def _completions(self, response: Any) -> list[Completion]:
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list) or not choices:
@@ -154,6 +144,3 @@ class OpenAIProvider(Provider):
                 texts, reasons, inputs, outputs, costs, strict=True
             )
         ]
-
-    async def close(self) -> None:
-        await self._client.close()

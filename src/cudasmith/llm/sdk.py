@@ -10,10 +10,10 @@ import importlib
 import os
 import re
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from cudasmith.errors import UsageError
-from cudasmith.llm.base import ProviderError, is_retryable_status, one_line, parse_retry_after
+from cudasmith.llm.base import Provider, ProviderError, is_retryable_status, one_line, parse_retry_after
 from cudasmith.llm.config import Endpoint
 
 # Local OpenAI-compatible servers take any key, but the SDK insists on one.
@@ -83,3 +83,35 @@ def provider_error(
             f"cannot reach {where}: {one_line(str(cause) or type(cause).__name__, secrets)}", True
         )
     return ProviderError(f"{where}: {type(exc).__name__}: {one_line(str(exc), secrets)}", False)
+
+
+class SdkProvider(Provider):
+    """A provider through an official SDK: the SDK imported, the endpoint's URL and key read, and the
+    SDK's async client made to neither retry nor time out (our client does both: the SDK's own retries
+    would hide failures from it)."""
+
+    sdk_name: ClassVar[str]
+    client_class: ClassVar[str]
+    # Named in messages where no base URL is configured.
+    default_where: ClassVar[str]
+    # Whether a server at a configured base URL may need no key (vLLM, SGLang, Ollama).
+    keyless_servers: ClassVar[bool] = False
+
+    def __init__(self, spec: str, model: str, endpoint: Endpoint) -> None:
+        self.spec = spec
+        self.model = model
+        self._sdk = import_sdk(self.sdk_name, spec)
+        self._base_url = endpoint.url()
+        self._key_env = endpoint.key_env()
+        self._key = api_key(endpoint, spec, optional=self.keyless_servers and self._base_url is not None)
+        self._client = getattr(self._sdk, self.client_class)(
+            api_key=self._key, base_url=self._base_url, max_retries=0, timeout=None
+        )
+        self._where = self._base_url or self.default_where
+
+    def _error(self, exc: Exception) -> ProviderError:
+        """The ProviderError for an exception of the SDK, the key kept out of its message."""
+        return provider_error(exc, self._sdk, self._where, self._key_env, (self._key,))
+
+    async def close(self) -> None:
+        await self._client.close()
