@@ -34,7 +34,7 @@ class ReturnMarker:
         arch = device_arch()
         source = MARKER_SOURCE.format(name=self.name)
         cubin, lowered, log = _nvrtc_compile(source, self.name, [f"--gpu-architecture={arch}"])
-        self.kernel = CudaKernel(self.name, lowered, arch, cubin, [], log)
+        self.kernel = CudaKernel(lowered, arch, cubin, name=self.name, params=[], log=log)
         self.mark(None)
         clock.cuda_synchronize()
 

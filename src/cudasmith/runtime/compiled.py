@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from cudasmith.runtime.cache import content_key
+from cudasmith.runtime.signature import Param
 
 Built = TypeVar("Built")
+
+
+@dataclass(kw_only=True)
+class Compiled:
+    """What every build keeps beside its artifact (a CUDA kernel's cubin, a C function's library): the
+    function's name and parameters, the compiler's log, the build's time and whether the cache had it."""
+
+    name: str
+    params: list[Param] | None
+    log: str = ""
+    compile_seconds: float = 0.0
+    from_cache: bool = False
 
 
 class ProcessCache(Generic[Built]):

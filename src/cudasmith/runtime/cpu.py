@@ -26,8 +26,8 @@ from cudasmith.errors import CompileError, CudasmithError, ForbiddenBuild
 from cudasmith.hardware import cpu_name
 from cudasmith.runtime.args import pack_arguments
 from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
-from cudasmith.runtime.compiled import ProcessCache
-from cudasmith.runtime.signature import Param, parse_signature
+from cudasmith.runtime.compiled import Compiled, ProcessCache
+from cudasmith.runtime.signature import parse_signature
 
 # OpenMP is on so that kernels can use every core with a pragma; -march=native because the
 # library is built on the machine that runs it (the cache key names the CPU).
@@ -53,15 +53,10 @@ def _compiler(language: str) -> tuple[str, str]:
 
 
 @dataclass
-class CFunction:
+class CFunction(Compiled):
     """A compiled C function; call it with tensors (CPU) and scalars in the order of its parameters."""
 
-    name: str
     library_path: Path
-    params: list[Param] | None
-    log: str = ""
-    compile_seconds: float = 0.0
-    from_cache: bool = False
 
     def __post_init__(self) -> None:
         library = ctypes.CDLL(str(self.library_path))
@@ -105,7 +100,9 @@ def compile_c(
     started = time.perf_counter()
     if not disk_cache:
         library, log = _build_in_memory(compiler, all_flags, language, source, name)
-        return _compiled.add(key, CFunction(name, library, params, log, time.perf_counter() - started))
+        seconds = time.perf_counter() - started
+        function = CFunction(library, name=name, params=params, log=log, compile_seconds=seconds)
+        return _compiled.add(key, function)
     directory = cache_dir("cpu")
     with _building(key):  # one build of a key at a time in this process; other processes may race
         if (function := _compiled.get(key)) is not None:
@@ -123,7 +120,10 @@ def compile_c(
                 build_path.unlink(missing_ok=True)
                 raise
             library_path = _publish(key, build_path, library_path)
-        function = CFunction(name, library_path, params, log, time.perf_counter() - started, from_cache)
+        seconds = time.perf_counter() - started
+        function = CFunction(
+            library_path, name=name, params=params, log=log, compile_seconds=seconds, from_cache=from_cache
+        )
         return _compiled.add(key, function)
 
 

@@ -23,8 +23,8 @@ from typing import Any
 from cudasmith.errors import CompileError, CudasmithError, KernelLaunchError, NoGpuError
 from cudasmith.runtime.args import pack_arguments
 from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
-from cudasmith.runtime.compiled import ProcessCache
-from cudasmith.runtime.signature import Param, parse_signature
+from cudasmith.runtime.compiled import Compiled, ProcessCache
+from cudasmith.runtime.signature import parse_signature
 
 # Above this much dynamic shared memory a kernel must opt in through a function attribute.
 DEFAULT_SHARED_MEMORY_LIMIT = 48 * 1024
@@ -174,17 +174,12 @@ def _triple(value: int | Sequence[int], what: str) -> tuple[int, int, int]:
 
 
 @dataclass
-class CudaKernel:
+class CudaKernel(Compiled):
     """A compiled kernel; call it with its arguments and `grid=`, `block=`, optional `shared_mem=`."""
 
-    name: str
     lowered_name: str
     arch: str
     cubin: bytes
-    params: list[Param] | None
-    log: str = ""
-    compile_seconds: float = 0.0
-    from_cache: bool = False
     _functions: dict[int, Any] = field(default_factory=dict, repr=False)
     _shared_limits: dict[int, int] = field(default_factory=dict, repr=False)
 
@@ -283,14 +278,16 @@ def compile_cuda(
     cached = disk_cache and cubin_path.is_file() and meta_path.is_file()
     if cached and artifact_trusted(key, cubin_path, meta_path):
         meta = json.loads(meta_path.read_text())
-        kernel = CudaKernel(name, meta["lowered_name"], arch, cubin_path.read_bytes(), params, meta["log"])
-        kernel.from_cache = True
+        cubin = cubin_path.read_bytes()
+        kernel = CudaKernel(
+            meta["lowered_name"], arch, cubin, name=name, params=params, log=meta["log"], from_cache=True
+        )
     else:
         cubin, lowered, log = _nvrtc_compile(source, name, all_options)
         if disk_cache:
             write_atomically(cubin_path, cubin)
             write_atomically(meta_path, json.dumps({"lowered_name": lowered, "log": log}).encode())
             seal_artifact(key, cubin_path, meta_path)
-        kernel = CudaKernel(name, lowered, arch, cubin, params, log)
+        kernel = CudaKernel(lowered, arch, cubin, name=name, params=params, log=log)
     kernel.compile_seconds = time.perf_counter() - started
     return _compiled.add(key, kernel)
