@@ -5,6 +5,7 @@ throughput.py writes as one JSON line on the original stdout."""
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import tempfile
 import threading
@@ -26,6 +27,39 @@ from throughput_stream import (
 Emit = Callable[..., None]
 # Candidates kept in flight around each honest copy when K is left to its default.
 DEFAULT_SPREAD = 4
+
+
+class FairGate:
+    """At most `k` holders at once, let in in the order they asked. threading's semaphores let a thread
+    that has just released take the slot straight back before a woken waiter runs: on the H100, one
+    task's session kept all K slots until its queue ran dry (K=1: softmax from 5 s, relu only from 42 s),
+    which two searches sharing a GPU would not see."""
+
+    def __init__(self, k: int) -> None:
+        self._k = k
+        self._held = 0
+        self._waiting: collections.deque[object] = collections.deque()
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> None:
+        ticket = object()
+        with self._cond:
+            self._waiting.append(ticket)
+            while self._waiting[0] is not ticket or self._held >= self._k:
+                self._cond.wait()
+            self._waiting.popleft()
+            self._held += 1
+            self._cond.notify_all()  # the next in line may fit too
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._held -= 1
+            self._cond.notify_all()
+
+    def waiting(self) -> int:
+        """How many threads wait to be let in."""
+        with self._cond:
+            return len(self._waiting)
 
 
 def _options(args: argparse.Namespace) -> Any:
@@ -128,7 +162,7 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
 
     options = _options(args)
     k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1
-    in_flight = threading.BoundedSemaphore(k)  # K is the GPU's, whichever task a candidate is of
+    in_flight = FairGate(k)  # K is the GPU's, whichever task a candidate is of
     by_task: dict[str, list[str]] = {}
     for name in args.names:
         by_task.setdefault(str(Path(name).parent), []).append(name)

@@ -11,6 +11,7 @@ import itertools
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -328,6 +329,31 @@ def test_the_interference_check_compares_times_config_by_config(scripts: SimpleN
 
 
 @pytest.mark.slow
+def test_the_streams_gate_lets_waiters_in_in_the_order_they_asked() -> None:
+    """A thread that releases the gate and asks again goes behind those already waiting."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        gate = importlib.import_module("stream_children").FairGate(1)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    order: list[str] = []
+
+    def other() -> None:
+        with gate:
+            order.append("other")
+
+    with gate:
+        thread = threading.Thread(target=other)
+        thread.start()
+        while not gate.waiting():  # until the other thread waits at the gate
+            thread.join(0.01)
+        order.append("first")
+    with gate:
+        order.append("first again")
+    thread.join()
+    assert order == ["first", "other", "first again"]
+
+
 def test_a_cpu_stream_run(tmp_path: Path) -> None:
     """Two tasks' streams, each in a session of its own side by side, at most K candidates in flight among
     them: K=1 judges one candidate at a time whichever its task."""
