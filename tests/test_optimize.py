@@ -213,9 +213,13 @@ def _verdicts_stored(store: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("judged", [1, 2], ids=["one-judged", "both-judged"])
 def test_resume_after_kill_9_repeats_no_stored_call_and_no_stored_verdict(
-    server: FakeLLMServer, tmp_path: Path
+    server: FakeLLMServer, tmp_path: Path, judged: int
 ) -> None:
+    """Killed in round 0 with one answer unanswered and `judged` of the two others judged (the second case
+    once passed or failed by which verdict landed first: a judged candidate was not remembered on resume,
+    so round 1's copy of it was judged again)."""
     store = tmp_path / "runs.db"
     server.push(answer(fenced(FAST)), answer(fenced(WRONG)), Reply(hang=True))
     command = [
@@ -243,10 +247,10 @@ def test_resume_after_kill_9_repeats_no_stored_call_and_no_stored_verdict(
     ]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(server))
     deadline = time.monotonic() + 600
-    while _verdicts_stored(store) < 1 or len(server.seen) < 3:
+    while _verdicts_stored(store) < judged or len(server.seen) < 3:
         assert first.poll() is None and time.monotonic() < deadline, first.communicate()
         time.sleep(0.2)
-    first.send_signal(signal.SIGKILL)  # in the middle of round 0: one answer unanswered, one unjudged
+    first.send_signal(signal.SIGKILL)  # in the middle of round 0: one answer unanswered
     first.wait()
     with RunStore(store) as opened:
         [run] = opened.runs()

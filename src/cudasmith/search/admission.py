@@ -54,6 +54,9 @@ class Admission:
         store, run_id = self.s.store, self.s.run.id
         candidate = candidate_from_record(record)
         if candidate.verdict is not None or candidate.skipped is not None:
+            # Judged before a resume: remembered again, or a later copy of it would be judged as new.
+            if candidate.source is not None and candidate.skipped is None:
+                self.novelty.add(candidate.id, candidate.source)
             self._observe(candidate, record.observed)
             return
         if candidate.source is None:
