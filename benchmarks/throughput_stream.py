@@ -300,9 +300,11 @@ def partial_note(judged: int, total: int) -> str | None:
     )
 
 
-def _partial(document: dict[str, Any]) -> str:
-    """A mark on every ratio to KernelBench's rate when its row judged only part of the stream."""
-    return "*" if "kernelbench_partial" in document else ""
+def _vs_kernelbench(summary: dict[str, Any], document: dict[str, Any]) -> str:
+    """A row's ratio to KernelBench's rate, marked when KernelBench's row judged only part of the stream."""
+    ratio = summary["vs_kernelbench"]
+    mark = "*" if ratio is not None and "kernelbench_partial" in document else ""
+    return _fmt(ratio, ".2f", "x") + mark
 
 
 def row_line(row: Row, document: dict[str, Any]) -> str:
@@ -312,8 +314,7 @@ def row_line(row: Row, document: dict[str, Any]) -> str:
     k = f" (K={s['in_flight']})" if s["in_flight"] is not None and "default" in row.approach.name else ""
     return (
         f"{row.approach.name}{k}: {s['judged']} judged in {s['wall_s']:.0f} s, {_fmt(s['candidates_per_gpu_minute'], '.1f')} "
-        f"per GPU-minute ({_fmt(s['vs_kernelbench'], '.2f', 'x')}{_partial(document) if s['vs_kernelbench'] else ''} "
-        f"KernelBench's), GPU busy "
+        f"per GPU-minute ({_vs_kernelbench(s, document)} KernelBench's), GPU busy "
         f"{_fmt(s['busy_fraction'] and s['busy_fraction'] * 100, '.0f', ' %')}, warm median "
         f"{_fmt(s['warm_median_s'], '.2f', ' s')}, verdicts {verdicts}"
         + (
@@ -366,8 +367,7 @@ def print_table(rows: list[Row], document: dict[str, Any]) -> None:
         verdicts = "expected" if not s["unexpected"] else f"{len(s['unexpected'])} unexpected"
         busy = s["busy_fraction"] and s["busy_fraction"] * 100
         cells = [row.approach.name, str(s["judged"]), _fmt(s["wall_s"], ".0f")]
-        ratio = _fmt(s["vs_kernelbench"], ".2f", "x") + (_partial(document) if s["vs_kernelbench"] else "")
-        cells += [_fmt(s["candidates_per_gpu_minute"], ".1f"), ratio]
+        cells += [_fmt(s["candidates_per_gpu_minute"], ".1f"), _vs_kernelbench(s, document)]
         cells += [
             _fmt(busy, ".0f", "%"),
             _fmt(s["warm_median_s"], ".2f"),

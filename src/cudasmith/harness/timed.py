@@ -65,12 +65,12 @@ def time_candidate(
         judge.oracle.ensure_peaks(hold, judge.progress_line)
         # The baselines first: the candidate, paused while they are timed, ran before this hold.
         specs = [_spec(judge, result, configs[result.index]) for result in ordered]
+        names = [_name(judge, result, configs) for result in ordered]
         used = [
-            judge.baselines.for_config(spec, _name(judge, result, configs), hold, judge.progress_line)
-            for result, spec in zip(ordered, specs, strict=True)
+            judge.baselines.for_config(spec, name, hold, judge.progress_line)
+            for spec, name in zip(specs, names, strict=True)
         ]
-        for result, spec, baselines in zip(ordered, specs, used, strict=True):
-            name = _name(judge, result, configs)
+        for result, spec, name, baselines in zip(ordered, specs, names, used, strict=True):
             reply = time_config(judge, candidate, result, spec, baselines, hold)
             rechecked = reply is not None and _recheck(
                 judge, candidate, verdict, result, spec, reply[0], name

@@ -49,14 +49,18 @@ class Admission:
         self.problem = ProblemRef.of(search.context.problem)
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="cudasmith-profile")
 
+    def remember(self, candidate: SearchCandidate) -> None:
+        """A candidate settled before a resume: its code is known again (one skipped as a copy adds
+        nothing), or a later copy of it would be judged as new."""
+        if candidate.source is not None and candidate.skipped is None:
+            self.novelty.add(candidate.id, candidate.source)
+
     def admit(self, record: CandidateRecord, near: bool = True) -> None:
         """Take in a new (or, on resume, a stored) candidate."""
         store, run_id = self.s.store, self.s.run.id
         candidate = candidate_from_record(record)
         if candidate.verdict is not None or candidate.skipped is not None:
-            # Judged before a resume: remembered again, or a later copy of it would be judged as new.
-            if candidate.source is not None and candidate.skipped is None:
-                self.novelty.add(candidate.id, candidate.source)
+            self.remember(candidate)  # judged before a resume
             self._observe(candidate, record.observed)
             return
         if candidate.source is None:

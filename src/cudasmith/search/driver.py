@@ -295,8 +295,7 @@ class Driver:
                 for cid in self.members[key]:
                     candidate = candidate_from_record(records[cid])
                     self.s.context.candidates[cid] = candidate
-                    if candidate.source is not None and candidate.skipped is None:
-                        self.admission.novelty.add(cid, candidate.source)
+                    self.admission.remember(candidate)
                 self._settle(self.proposals[key])
         for key, proposal in self.proposals.items():
             if key in self.settled:
