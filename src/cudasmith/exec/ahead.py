@@ -113,14 +113,16 @@ class BuildsAhead:
         self, paths: Sequence[Path], waiting: Callable[[int], None] | None = None
     ) -> Iterator[int]:
         """Indices into `paths`: the first ready one each time, waiting only while none is ready;
-        `waiting(n)` is told, before each wait, how many of the rest wait for their build."""
+        `waiting(n)` is told, once before each wait, how many of the rest wait for their build."""
         sources = [_source(path) for path in paths]
         pending = list(range(len(paths)))
         while pending:
             with self._lock:
+                told = False  # once a wait: another build's end wakes it with nothing new to say
                 while not (ready := [i for i in pending if self._ready(sources[i])]):
-                    if waiting is not None:
+                    if waiting is not None and not told:
                         waiting(len(pending))
+                        told = True
                     self._lock.wait()
             pending.remove(ready[0])
             yield ready[0]
