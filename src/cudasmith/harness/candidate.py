@@ -57,6 +57,7 @@ from cudasmith.harness.returned import ReturnMarker, unsynchronised
 from cudasmith.harness.tamper import Snapshot, describe, modes_left, shadowed
 from cudasmith.harness.transfer import Exporter
 from cudasmith.harness.verdict import Status
+from cudasmith.runtime import nvcc_phases
 from cudasmith.runtime.cache import BUILD_DIR_ENV, extension_root
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import build_model, input_tensors, make_init_inputs
@@ -103,6 +104,9 @@ def set_build_environment(solution: Path, device: str) -> None:
     os.environ[BUILD_DIR_ENV] = str(folder)  # NVRTC and C builds (runtime/cache.py)
     os.environ["TRITON_CACHE_DIR"] = str(folder / "_triton")
     sandbox.narrow(folder)
+    # torch extensions' nvcc with its host and device sides side by side (runtime/nvcc_phases.py), unless
+    # the user named an nvcc: the same in the build worker and the judged worker, or ninja builds again
+    os.environ.setdefault("PYTORCH_NVCC", nvcc_phases.command())
     if device.startswith("cuda"):
         from cudasmith.runtime.cuda import device_arch, torch_arch_list
 
