@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from cudasmith.exec import ahead
-from cudasmith.exec.jobs import Job
+from cudasmith.exec.jobs import Job, ProblemRef
 from cudasmith.exec.prebuild import BuildResult
 from cudasmith.harness.options import EvalOptions
 
-from conftest import SOLUTIONS, run_cli
+from conftest import PROBLEMS, SOLUTIONS, run_cli
 
 # What each made-up solution's source says: an extension (waited for), a C kernel (built ahead, not
 # waited for) or nothing to build.
@@ -158,6 +158,7 @@ def test_a_build_worker_and_the_judged_worker_build_for_the_same_targets(
     against the build worker's 9.0 built every load_inline solution twice, ahead and again when judged."""
     from cudasmith.exec.prebuild import build_environment
     from cudasmith.harness.candidate import set_build_environment
+    from cudasmith.runtime import nvcc_phases
     from cudasmith.runtime.cache import BUILD_DIR_ENV
     from cudasmith.runtime.cuda import ARCH_ENV
 
@@ -167,6 +168,8 @@ def test_a_build_worker_and_the_judged_worker_build_for_the_same_targets(
         monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
     else:
         monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", user_list)
+    monkeypatch.setenv("PYTORCH_NVCC", "restored afterwards")
+    monkeypatch.delenv("PYTORCH_NVCC")  # the user named no nvcc
     ahead_list = build_environment("sm_90a")["TORCH_CUDA_ARCH_LIST"]
     # The judged worker, on an H100 (its target named, so that no GPU is needed here).
     monkeypatch.setenv(ARCH_ENV, "sm_90a")
@@ -174,3 +177,47 @@ def test_a_build_worker_and_the_judged_worker_build_for_the_same_targets(
     solution.write_text("from torch.utils.cpp_extension import load_inline\n")
     set_build_environment(solution, "cuda")
     assert os.environ["TORCH_CUDA_ARCH_LIST"] == ahead_list == (user_list or "9.0")
+    # The same nvcc in both (set by this same function in the build worker): a changed compile command
+    # also makes torch's ninja build again.
+    assert os.environ["PYTORCH_NVCC"] == nvcc_phases.command()
+
+
+def test_only_a_head_start_build_gives_the_cpu_to_the_judged_workers_first(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An NVRTC or C build ahead runs at a lower priority than the judged workers; an extension build,
+    which its solution waits for, does not."""
+    from cudasmith.exec import prebuild
+    from cudasmith.harness import builds
+    from cudasmith.harness.supervisor import NICE_ENV
+
+    given: dict[str, dict[str, str]] = {}
+
+    def fake_build_ahead(
+        problem: Any, solution: Path, env: dict[str, str], timeout_s: float
+    ) -> tuple[bool, str]:
+        given[solution.name] = env
+        return True, ""
+
+    monkeypatch.setattr(builds, "build_ahead", fake_build_ahead)
+    problem = ProblemRef("add_small", str(PROBLEMS / "add_small.py"), (PROBLEMS / "add_small.py").read_text())
+    for name in ("extension.py", "c_kernel.py"):
+        job = Job(name, problem, EvalOptions(device="cpu"), SOURCES[name], name, str(folder / name))
+        prebuild.build(job, folder / "scratch", None)
+    assert NICE_ENV not in given["extension.py"]
+    assert given["c_kernel.py"][NICE_ENV] == str(prebuild.HEAD_START_NICE)
+
+
+def test_a_worker_told_a_niceness_runs_at_it_with_what_it_starts() -> None:
+    from cudasmith.harness.messages import WorkerSetup
+    from cudasmith.harness.process import WorkerProcess
+    from cudasmith.harness.supervisor import NICE_ENV
+
+    setup = WorkerSetup("candidate", str(PROBLEMS / "add_small.py"), "cpu", defences=False)
+    worker = WorkerProcess(setup, env={NICE_ENV: "7"})
+    try:
+        pid = worker.wait_started()
+        assert pid is not None
+        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
+    finally:
+        worker.close()

@@ -27,6 +27,10 @@ BUILD_MARKERS = ("load_inline", "cpp_extension", "compile_cuda", "compile_c(", "
 SLOW_BUILD_MARKERS = ("load_inline", "cpp_extension")
 # A build's import (nvcc on a big extension takes a minute or more).
 BUILD_TIMEOUT_S = 300.0
+# The niceness of a build that is only a head start (NVRTC, C: its judged worker would compile in a
+# fraction of a second, and the build worker's own start costs seconds of CPU): it takes the cores the
+# judged workers leave. An extension build, which its solution waits for, runs at the judge's niceness.
+HEAD_START_NICE = 10
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,15 @@ def slow_build(source: str) -> bool:
     return any(marker in source for marker in SLOW_BUILD_MARKERS)
 
 
-def build_environment(target: str | None) -> dict[str, str]:
-    """A build worker's variables: no GPU, and the GPU target the judged worker will compile for."""
+def build_environment(target: str | None, head_start: bool = False) -> dict[str, str]:
+    """A build worker's variables: no GPU, the GPU target the judged worker will compile for, and for a
+    build that is only a head start, the niceness that leaves the CPU to the judged workers first."""
+    from cudasmith.harness.supervisor import NICE_ENV
     from cudasmith.runtime.cuda import ARCH_ENV, torch_arch_list
 
     env = {"CUDA_VISIBLE_DEVICES": ""}
+    if head_start:
+        env[NICE_ENV] = str(HEAD_START_NICE)
     if target:
         env[ARCH_ENV] = target
         env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(target)
@@ -66,5 +74,6 @@ def build(job: Job, scratch: Path, target: str | None, timeout_s: float = BUILD_
 
     started = time.monotonic()
     problem = job.problem.load(scratch)
-    ok, reason = build_ahead(problem, job.solution_file(scratch), build_environment(target), timeout_s)
+    env = build_environment(target, head_start=not slow_build(job.source))
+    ok, reason = build_ahead(problem, job.solution_file(scratch), env, timeout_s)
     return BuildResult(ok, round(time.monotonic() - started, 3), reason)

@@ -34,6 +34,9 @@ PR_SET_PDEATHSIG = 1
 # The pid of the process that started this supervisor (the driver), set in its environment: if that
 # process is gone before the parent-death signal is armed, the signal would never come.
 PARENT_ENV = "CUDASMITH_SUPERVISOR_PARENT"
+# A niceness the worker and all it starts run at (a build ahead that is only a head start, see
+# exec/prebuild.py): the CPU goes to the judged workers first.
+NICE_ENV = "CUDASMITH_WORKER_NICE"
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 # How often descendants' memory is measured.
@@ -139,6 +142,8 @@ def main() -> None:
     _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     network = isolate_network()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if nice := int(os.environ.get(NICE_ENV) or 0):
+        os.nice(nice)
     policy = os.environ.get(sandbox.POLICY_ENV)
     state_read, state_write = os.pipe()
 
