@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,36 @@ def test_a_session_judges_several_candidates_in_order_each_in_its_own_process() 
         Status.CORRECT,
     ]
     assert len({v.seed for v in verdicts}) == 1  # one session, one secret seed, recorded in each verdict
+
+
+def test_a_closing_session_asks_every_worker_to_exit_before_it_waits_for_any(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Their exits overlap: a session's end costs one worker's exit, not the sum of them."""
+    from cudasmith.harness.process import WorkerProcess
+
+    events: list[tuple[str, str]] = []
+    ask, close = WorkerProcess.ask_to_exit, WorkerProcess.close
+
+    def asked(worker: WorkerProcess) -> None:
+        if worker.alive and not worker._exit_asked:
+            events.append(("ask", worker.role))
+        ask(worker)
+
+    def closed(worker: WorkerProcess) -> None:
+        if worker.alive:
+            events.append(("close", worker.role))
+        close(worker)
+
+    monkeypatch.setattr(WorkerProcess, "ask_to_exit", asked)
+    monkeypatch.setattr(WorkerProcess, "close", closed)
+    judge = Judge(task="level1/vector_add", options=replace(QUICK, warm_workers=2), candidates=3)
+    judge.close()
+    first_close = next(i for i, (what, _) in enumerate(events) if what == "close")
+    asks = [role for what, role in events[:first_close] if what == "ask"]
+    # The warm candidate workers, the baseline worker (none without timing) and the judge's worker.
+    assert sorted(asks) == ["candidate", "candidate", "reference"], events
+    assert all(what == "close" for what, _ in events[first_close:]), events
 
 
 @pytest.mark.slow

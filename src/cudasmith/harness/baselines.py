@@ -254,6 +254,11 @@ class SessionBaselines:
             write_atomically(path, json.dumps(seal(kept, BASELINE_PURPOSE)).encode())
         return result
 
+    def ask_to_exit(self) -> None:
+        """Ask the baseline worker, if one runs, to exit (close() waits for it)."""
+        if self._worker is not None:
+            self._worker.ask_to_exit()
+
     def close(self) -> None:
         """Stop the baseline worker, if one runs."""
         if self._worker is not None:

@@ -105,6 +105,12 @@ class WorkerPool:
         entry.worker.close()
         self.failures.append(why)
 
+    def ask_to_exit(self) -> None:
+        """Ask every worker not taken to exit (close() waits for them)."""
+        with self._lock:
+            for entry in self._workers:
+                entry.worker.ask_to_exit()
+
     def close(self) -> None:
         with self._lock:
             for entry in self._workers:

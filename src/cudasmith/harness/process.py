@@ -235,6 +235,7 @@ class WorkerProcess:
         self._expected: dict[int, type] = {}
         # The worker's count of messages sent, as its last answer said (finish() compares it).
         self._worker_sent: object = None
+        self._exit_asked = False
         protocol.send(self.requests, to_wire(replace(setup, token=self.token)))
 
     def _read_status(self, fd: int) -> None:
@@ -423,13 +424,21 @@ class WorkerProcess:
             time.sleep(0.01)
         return self.status("worker_pid")
 
+    def ask_to_exit(self) -> None:
+        """Ask the worker to exit, without waiting for it (close() waits, then kills): a session asks all
+        its workers first, so that their exits (a CUDA context's teardown each) overlap."""
+        if not self.alive or self._exit_asked:
+            return
+        self._exit_asked = True
+        self.resume()  # a stopped worker cannot exit
+        with contextlib.suppress(OSError):
+            self.send(Exit())
+
     def close(self) -> None:
         """Ask the worker to exit; kill it and its descendants in any case."""
         if not self.alive:
             return
-        self.resume()  # a stopped worker cannot exit
-        with contextlib.suppress(OSError):
-            self.send(Exit())
+        self.ask_to_exit()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=EXIT_GRACE_S)
         self.kill()

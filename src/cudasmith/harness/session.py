@@ -372,6 +372,11 @@ class Judge:
             judging = list(self._in_use)
         for candidate in judging:
             candidate.terminate()
+        # Every worker asked to exit before any is waited for: their exits (a CUDA context's teardown
+        # each) overlap instead of adding up.
+        self.pool.ask_to_exit()
+        self.baselines.ask_to_exit()
+        self.oracle.worker.ask_to_exit()
         self.pool.close()
         self.baselines.close()
         self.oracle.close()
