@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from cudasmith.harness.check import judge
+from cudasmith.harness.check import compare_outputs, validate_outputs
 from cudasmith.tasks import list_task_names, load_task
 from cudasmith.tasks.inputs import build_model, describe_config, make_init_inputs, make_inputs, to_float64
 from cudasmith.tasks.problem import load_module
@@ -67,7 +67,9 @@ def case(name: str) -> Case:
 
 def _judge(c: Case, answer: list[torch.Tensor]) -> Any:
     validate = getattr(c.module, "validate", None)
-    return judge(answer, c.outputs, c.outputs64, c.problem.tolerance, validate, c.inputs)
+    if validate is None:
+        return compare_outputs(answer, c.outputs, c.outputs64, c.problem.tolerance)
+    return validate_outputs(answer, c.outputs, validate, c.inputs)
 
 
 def trivial_answers(c: Case) -> dict[str, list[torch.Tensor]]:

@@ -9,11 +9,12 @@ a downcast (bf16 or TF32 inside an fp32 task) does not.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import torch
 
+from cudasmith.harness.messages import Comparison
 from cudasmith.harness.results import Mismatch, WrongValue
 
 # The candidate may be this many times less accurate than the reference implementation in the task dtype.
@@ -33,20 +34,6 @@ REPORT_POSITIONS = 5
 # compared by torch.allclose with the reference model's output in the task dtype, atol = rtol = this value
 # (float32: 1e-4; float16 and bfloat16: 1e-2; older KernelBench releases used 1e-2 for every dtype).
 KERNELBENCH_TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
-
-
-@dataclass
-class Comparison:
-    """The outcome of comparing one output tensor; `report` says where and how much when it fails."""
-
-    ok: bool
-    reason: str
-    rel_err: float = 0.0
-    max_abs_err: float = 0.0
-    report: Mismatch | None = None
-    # Whether KernelBench's own check (kernelbench_allclose) passes on the same outputs; None where it
-    # does not apply (a problem's validator decides).
-    kernelbench: bool | None = None
 
 
 def tolerance_for(dtype: torch.dtype, overrides: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -253,29 +240,22 @@ def compare_outputs(
             expected64 = None if reference64 is None else reference64[index]
             result = compare(got, expected, expected64, tolerance_for(expected.dtype, overrides), scale)
             if not result.ok:
-                result.reason = label + result.reason
-                comparison = result
+                comparison = replace(result, reason=label + result.reason)
                 break
             if result.rel_err >= comparison.rel_err:
                 worst_abs = max(comparison.max_abs_err, result.max_abs_err)
                 comparison = Comparison(True, label + result.reason, result.rel_err, worst_abs)
-    comparison.kernelbench = kernelbench_allclose(candidate, reference)
-    return comparison
+    return replace(comparison, kernelbench=kernelbench_allclose(candidate, reference))
 
 
-def judge(
+def validate_outputs(
     candidate: list[torch.Tensor],
     reference: list[torch.Tensor],
-    reference64: list[torch.Tensor] | None,
-    overrides: dict[str, dict[str, float]],
-    validate: Callable[..., str | None] | None = None,
-    inputs: list[Any] | None = None,
-    scale: float | None = None,
+    validate: Callable[..., str | None],
+    inputs: list[Any],
 ) -> Comparison:
-    """The harness's judgement of one call: a problem's `validate(inputs, output, reference)` when it has
-    one (after count, shape and dtype checks), else the numeric comparison (`scale` as in compare)."""
-    if validate is None:
-        return compare_outputs(candidate, reference, reference64, overrides, scale)
+    """A problem's own judgement of one call, `validate(inputs, output, reference)`, after count, shape and
+    dtype checks (compare_outputs judges the calls of a problem without one)."""
     wrong_structure = _structure(candidate, reference)
     if wrong_structure is not None:
         return wrong_structure

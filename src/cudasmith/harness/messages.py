@@ -228,8 +228,9 @@ class ReferenceNotes:
 
 
 @dataclass(frozen=True)
-class ComparisonResult:
-    """One input set's outputs against the reference (`transfer`: why they could not be read)."""
+class Comparison:
+    """A candidate's outputs against the reference (harness/check.py): one input set's, or one output's;
+    `report` says where and how much when they differ, `transfer` why they could not be read."""
 
     ok: bool
     reason: str = ""
@@ -237,7 +238,8 @@ class ComparisonResult:
     max_abs_err: float = 0.0
     report: Mismatch | None = None
     transfer: str | None = None
-    # KernelBench's own check of the same outputs (check.kernelbench_allclose); None where it does not apply.
+    # KernelBench's own check of the same outputs (check.kernelbench_allclose); None where it does not apply
+    # (a problem's validator decides).
     kernelbench: bool | None = None
 
 
@@ -245,7 +247,7 @@ class ComparisonResult:
 class Compared:
     """One result per input set compared, in the order asked."""
 
-    results: list[ComparisonResult]
+    results: list[Comparison]
 
 
 @dataclass(frozen=True)

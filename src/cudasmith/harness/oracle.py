@@ -21,7 +21,7 @@ from cudasmith.harness.messages import (
     Compare,
     Compared,
     CompareItem,
-    ComparisonResult,
+    Comparison,
     Describe,
     Described,
     Failed,
@@ -114,7 +114,7 @@ class Oracle:
             self.call_seconds[spec.config_index] = notes.call_seconds
         return notes
 
-    def compare(self, items: list[tuple[InputSpec, list[OutputRef]]], token: str) -> list[ComparisonResult]:
+    def compare(self, items: list[tuple[InputSpec, list[OutputRef]]], token: str) -> list[Comparison]:
         """A candidate's exported outputs (its worker's `token`) against the reference, per input set."""
         request = Compare(token, [CompareItem(spec, outputs) for spec, outputs in items])
         reply: Compared = self.ask(

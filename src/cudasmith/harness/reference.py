@@ -20,11 +20,11 @@ import torch
 
 from cudasmith.hardware import device_name
 from cudasmith.harness.calls import TimedCalls, spec_inputs, timing_input_sets
-from cudasmith.harness.check import Comparison, judge
+from cudasmith.harness.check import compare_outputs, validate_outputs
 from cudasmith.harness.messages import (
     Compare,
     Compared,
-    ComparisonResult,
+    Comparison,
     Describe,
     Described,
     InputSpec,
@@ -233,15 +233,14 @@ class ReferenceWorker:
     def _judge(self, reference: Reference, outputs: list[torch.Tensor]) -> Comparison:
         validate = getattr(self.problem, "validate", None)
         if validate is None:
-            return judge(
-                outputs, reference.outputs, reference.outputs64, self.tolerance, scale=reference.scale
+            return compare_outputs(
+                outputs, reference.outputs, reference.outputs64, self.tolerance, reference.scale
             )
         # Validators are written for host tensors, as problem files are written for the CPU.
         host_inputs = [t.cpu() if isinstance(t, torch.Tensor) else t for t in reference.inputs or []]
-        return judge(
-            [o.cpu() for o in outputs], [o.cpu() for o in reference.outputs], None, self.tolerance,
-            validate, host_inputs,
-        )  # fmt: skip
+        return validate_outputs(
+            [o.cpu() for o in outputs], [o.cpu() for o in reference.outputs], validate, host_inputs
+        )
 
     def compare(self, request: Compare) -> Compared:
         """Each listed input set: the candidate's exported outputs against the reference's."""
@@ -251,19 +250,10 @@ class ReferenceWorker:
             try:
                 outputs = import_outputs(item.outputs, request.token, self.device)
             except TransferError as exc:
-                results.append(ComparisonResult(False, transfer=str(exc)))
+                results.append(Comparison(False, transfer=str(exc)))
                 continue
             reference = self._reference(spec, keep=spec.perturb is None)
-            judged = self._judge(reference, outputs)
-            result = ComparisonResult(
-                judged.ok,
-                judged.reason,
-                judged.rel_err,
-                judged.max_abs_err,
-                judged.report,
-                kernelbench=judged.kernelbench,
-            )
-            results.append(result)
+            results.append(self._judge(reference, outputs))
             del outputs
         return Compared(results)
 
