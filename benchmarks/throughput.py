@@ -19,7 +19,9 @@ The batch is benchmarks/candidates/<task>/<name>.py, with EXPECTED.json (file â†
   3. Each approach over the batch, in the same order (cheap candidates first, load_inline builds and the
      hanging kernel last), each with empty compile caches of its own (NVRTC, Triton, torch extensions),
      so that each builds every candidate itself:
-       session      a cudasmith.Judge per task, all in one process (imported once, as a search would be);
+       session      the batch as `cudasmith bench` of a folder judges it, in one process: the local
+                    executor's lane on the GPU (a session per task in turn, K candidates in flight), every
+                    build sent ahead to the build pool as soon as the batch is queued;
        oneshot      a `cudasmith eval SOLUTION --task T --json` process per candidate, as a user would run;
        kernelbench  a process per candidate running KernelBench's eval_kernel_against_ref (5 correctness
                     trials, 100 timing trials, its first config only) from the checkout --kernelbench names
@@ -247,6 +249,8 @@ class Runner:
             self.args.device,
         ]
         command += ["--baselines", self.args.baselines, "--candidates", str(self.args.candidates.resolve())]
+        if self.args.in_flight is not None:
+            command += ["--in-flight", str(self.args.in_flight)]
         command += [c.name for c in batch]
 
         def on_event(line: str) -> None:
@@ -276,41 +280,47 @@ class Runner:
             approach.note = f"the session process failed, exit code {rc}: {tail(err, 3)}"
 
 
-def child_session(args: argparse.Namespace, emit: Callable[..., None]) -> None:
-    """The session approach, in its own process: a Judge per task, each event passed to `emit`."""
-    import cudasmith
+def child_session(args: argparse.Namespace, emit: Callable[..., None], factory: Any = None) -> None:
+    """The session approach, in its own process, as `cudasmith bench` of a folder judges a batch: every
+    candidate queued at once on the local executor's one lane for this device (a session per task in turn,
+    K candidates in flight), every build sent ahead to the build pool as the queue is known. Each verdict
+    is passed to `emit` as it comes. `factory`: what opens the lane's sessions (tests pass a scripted judge)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    judge_class = getattr(cudasmith, "Judge", None)
-    if judge_class is None:
-        emit(event="unavailable", reason="cudasmith.Judge is not in this checkout (issue #10)")
-        return
-    by_task: dict[str, list[str]] = {}
+    from cudasmith.exec import Job, ProblemRef, make_executor
+    from cudasmith.harness.options import EvalOptions
+    from cudasmith.harness.session import resolve_problem
+
+    options = EvalOptions(device=args.device, baselines=tuple(args.baselines.split(",")))
+    problems: dict[str, ProblemRef] = {}
+    jobs = []
     for name in args.names:
-        by_task.setdefault(str(Path(name).parent), []).append(name)
-    baselines = tuple(args.baselines.split(","))
-    for task, names in by_task.items():
-        started = time.perf_counter()
-        with judge_class(task=task, device=args.device, baselines=baselines, candidates=len(names)) as judge:
-            emit(event="setup", task=task, seconds=time.perf_counter() - started)
-            for name in names:
-                emit(event="start", name=name)
-                began = time.perf_counter()
+        task = str(Path(name).parent)
+        if task not in problems:
+            problems[task] = ProblemRef.of(resolve_problem(task))
+        path = args.candidates / name
+        jobs.append(Job(name, problems[task], options, path.read_text(), path.name, str(path)))
+    in_flight = getattr(args, "in_flight", None)
+    with make_executor("local", args.device, factory=factory, in_flight=in_flight) as executor:
+        started = {executor.submit(job): (job, time.perf_counter()) for job in jobs}
+        for job in jobs:
+            emit(event="start", name=job.key)
+        pending = set(started)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                job, queued = started[future]
                 try:
-                    verdict = judge.judge(args.candidates / name)
+                    verdict = future.result()
                 except Exception as exc:  # a harness failure: recorded against the judge, the batch goes on
-                    emit(
-                        event="candidate",
-                        name=name,
-                        status="harness_error",
-                        seconds=time.perf_counter() - began,
-                        reason=f"{type(exc).__name__}: {exc}"[:300],
-                    )
+                    emit(event="candidate", name=job.key, status="harness_error",
+                         seconds=time.perf_counter() - queued, reason=f"{type(exc).__name__}: {exc}"[:300])  # fmt: skip
                     continue
                 emit(
                     event="candidate",
-                    name=name,
+                    name=job.key,
                     status=str(getattr(verdict.status, "value", verdict.status)),
-                    seconds=time.perf_counter() - began,
+                    seconds=verdict.wall_s,
                     reason=verdict.reason[:300],
                     speedup=verdict.speedup,
                     wall_s=verdict.wall_s,

@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-import cudasmith
 from cudasmith.harness.screen import screen
 from cudasmith.runtime import compile_cuda
 from test_candidates import ARCH, nvrtc_kernels
@@ -58,12 +57,13 @@ def test_the_batch_runs_cheap_candidates_first(scripts: SimpleNamespace) -> None
 
 
 class FakeJudge:
-    """Stands in for cudasmith.Judge: a verdict per file name, and one file that breaks the harness."""
+    """Stands in for cudasmith.Judge as the executor's lane opens it: a verdict per file name, and one
+    file that breaks the harness."""
 
-    opened: ClassVar[list[dict[str, Any]]] = []
+    opened: ClassVar[list[tuple[str, Any]]] = []
 
-    def __init__(self, **options: Any) -> None:
-        FakeJudge.opened.append(options)
+    def __init__(self, problem: Any, options: Any) -> None:
+        FakeJudge.opened.append((problem.name, options))
 
     def __enter__(self) -> FakeJudge:
         return self
@@ -77,21 +77,29 @@ class FakeJudge:
         return SimpleNamespace(status="correct", reason="fine", speedup=1.5, wall_s=0.1)
 
 
-def test_the_session_child_reports_every_candidate(
-    scripts: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+def test_the_session_child_judges_the_batch_through_the_executor_and_reports_every_candidate(
+    scripts: SimpleNamespace, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(cudasmith, "Judge", FakeJudge, raising=False)
     names = ["level1/relu/a.py", "level1/relu/breaks.py", "level1/softmax/b.py"]
-    args = argparse.Namespace(names=names, candidates=Path("/batch"), device="cpu", baselines="eager")
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("import torch  # nothing to build\n")
+    args = argparse.Namespace(names=names, candidates=tmp_path, device="cpu", baselines="eager", in_flight=2)
     events: list[dict[str, Any]] = []
-    scripts.throughput.child_session(args, lambda **event: events.append(event))
-    assert [o["task"] for o in FakeJudge.opened] == ["level1/relu", "level1/softmax"]
-    assert FakeJudge.opened[0]["baselines"] == ("eager",)
+    scripts.throughput.child_session(args, lambda **event: events.append(event), factory=FakeJudge)
+    # Sessions per task on the lane (the executor tries a candidate whose judge broke once more, in a
+    # fresh session); the batch's options in each.
+    assert FakeJudge.opened[0][0] == "level1/relu" and {n for n, _ in FakeJudge.opened} == {
+        "level1/relu",
+        "level1/softmax",
+    }
+    assert all(options.baselines == ("eager",) and options.in_flight == 2 for _, options in FakeJudge.opened)
     verdicts = {e["name"]: e for e in events if e["event"] == "candidate"}
     assert verdicts["level1/relu/a.py"]["status"] == "correct"
+    assert verdicts["level1/softmax/b.py"]["status"] == "correct"
     assert verdicts["level1/relu/breaks.py"]["status"] == "harness_error"
     assert "worker pool gone" in verdicts["level1/relu/breaks.py"]["reason"]
-    assert [e["event"] for e in events].count("setup") == 2
+    assert sorted(e["name"] for e in events if e["event"] == "start") == sorted(names)
 
 
 def _candidate(report: ModuleType, name: str, expected: str, kind: str = "nvrtc") -> Any:
