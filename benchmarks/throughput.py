@@ -313,8 +313,15 @@ def child_session(args: argparse.Namespace, emit: Callable[..., None], factory: 
                 try:
                     verdict = future.result()
                 except Exception as exc:  # a harness failure: recorded against the judge, the batch goes on
-                    emit(event="candidate", name=job.key, status="harness_error",
-                         seconds=time.perf_counter() - queued, reason=f"{type(exc).__name__}: {exc}"[:300])  # fmt: skip
+                    reason = f"{type(exc).__name__}: {exc}"[:300]
+                    seconds = time.perf_counter() - queued
+                    emit(
+                        event="candidate",
+                        name=job.key,
+                        status="harness_error",
+                        seconds=seconds,
+                        reason=reason,
+                    )
                     continue
                 emit(
                     event="candidate",

@@ -36,14 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Options under which nvcc's plan is not one source's compile to one object: left to nvcc.
-OTHER_MODES = frozenset({
-    "--dryrun", "-dryrun", "-E", "--preprocess", "-M", "--generate-dependencies", "-MM",
-    "--generate-nonsystem-dependencies", "-MMD", "-MP", "-MT", "-MQ", "--generate-dependency-targets",
-    "-rdc", "--relocatable-device-code", "-dc", "--device-c", "-dw", "--device-w", "-dlink", "--device-link",
-    "-lib", "--lib", "-link", "--link", "-run", "--run", "-ptx", "--ptx", "-cubin", "--cubin", "-fatbin",
-    "--fatbin", "-optix-ir", "-keep", "--keep", "-keep-dir", "--keep-dir", "-save-temps", "--save-temps",
-    "-odir", "--output-directory", "-time", "--time",
-})  # fmt: skip
+OTHER_MODES = frozenset(
+    {"--dryrun", "-dryrun", "-E", "--preprocess", "-M", "--generate-dependencies", "-MM"}
+    | {"--generate-nonsystem-dependencies", "-MMD", "-MP", "-MT", "-MQ", "--generate-dependency-targets"}
+    | {"-rdc", "--relocatable-device-code", "-dc", "--device-c", "-dw", "--device-w"}
+    | {"-dlink", "--device-link", "-lib", "--lib", "-link", "--link", "-run", "--run"}
+    | {"-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-optix-ir"}
+    | {"-keep", "--keep", "-keep-dir", "--keep-dir", "-save-temps", "--save-temps"}
+    | {"-odir", "--output-directory", "-time", "--time"}
+)
 ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 MODULE_ID_OPTION = re.compile(r'--module_id_file_name\s+"([^"]+)"')
 
