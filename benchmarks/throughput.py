@@ -300,8 +300,7 @@ def child_session(args: argparse.Namespace, emit: Callable[..., None], factory: 
             problems[task] = ProblemRef.of(resolve_problem(task))
         path = args.candidates / name
         jobs.append(Job(name, problems[task], options, path.read_text(), path.name, str(path)))
-    in_flight = getattr(args, "in_flight", None)
-    with make_executor("local", args.device, factory=factory, in_flight=in_flight) as executor:
+    with make_executor("local", args.device, factory=factory, in_flight=args.in_flight) as executor:
         started = {executor.submit(job): (job, time.perf_counter()) for job in jobs}
         for job in jobs:
             emit(event="start", name=job.key)

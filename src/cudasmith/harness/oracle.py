@@ -152,5 +152,9 @@ class Oracle:
         except HarnessError as error:
             self.peaks_error = str(error)
 
+    def ask_to_exit(self) -> None:
+        """Ask the judge's worker to exit (close() waits for it)."""
+        self.worker.ask_to_exit()
+
     def close(self) -> None:
         self.worker.close()

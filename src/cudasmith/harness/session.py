@@ -376,7 +376,7 @@ class Judge:
         # each) overlap instead of adding up.
         self.pool.ask_to_exit()
         self.baselines.ask_to_exit()
-        self.oracle.worker.ask_to_exit()
+        self.oracle.ask_to_exit()
         self.pool.close()
         self.baselines.close()
         self.oracle.close()

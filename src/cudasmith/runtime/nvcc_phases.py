@@ -202,7 +202,8 @@ def with_dependencies(command: str, depfile: str, output: str) -> str:
 
 @dataclass
 class Ran:
-    command: str
+    """A phase that ran: its exit status and what it printed."""
+
     status: int
     output: bytes
 
@@ -213,7 +214,7 @@ def _run_side(commands: list[str], environment: dict[str, str], ran: dict[str, R
         done = subprocess.run(
             ["/bin/sh", "-c", text], env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
-        ran[text] = Ran(text, done.returncode, done.stdout)
+        ran[text] = Ran(done.returncode, done.stdout)
         if done.returncode != 0:
             return
 
