@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
@@ -19,7 +20,7 @@ import pytest
 from cudasmith.errors import HarnessError, UsageError
 from cudasmith.exec import Job, ProblemRef, check_executor, make_executor
 from cudasmith.exec.base import Executor
-from cudasmith.exec.lane import Lane
+from cudasmith.exec.lane import OPEN_SESSIONS, Lane
 from cudasmith.exec.local import LocalExecutor
 from cudasmith.exec.prebuild import BuildResult, build, needs_build
 from cudasmith.harness.options import EvalOptions
@@ -367,33 +368,57 @@ class Gated:
         return Verdict(Status.CORRECT, "fine", "add_small", str(path), "cpu")
 
 
-def test_a_lane_opens_another_session_only_once_the_candidates_in_the_old_one_are_done(
+def _problem_copy(tmp_path: Path, name: str) -> Problem:
+    copy = tmp_path / f"add_{name}.py"
+    copy.write_text(ADD.source + f"\n# task {name}\n")
+    return load_problem(copy)
+
+
+def _wait_for(condition: Callable[[], object], deadline: float) -> None:
+    while not condition():
+        assert time.monotonic() < deadline
+        threading.Event().wait(0.01)
+
+
+def test_a_lane_opens_another_problems_session_while_the_first_judges_and_closes_none_busy(
     tmp_path: Path,
 ) -> None:
     Gated.gate.clear()
     Gated.opened = []
     lane = Lane("cpu", Gated, in_flight=3)  # type: ignore[arg-type]
+    verdicts: list[Verdict] = []
+    problems = [_problem_copy(tmp_path, name) for name in "bc"]
+    deadline = time.monotonic() + 60
     try:
-        first = threading.Thread(target=lane.judge, args=(job("a"),))
-        first.start()
-        deadline = time.monotonic() + 60
-        while not (Gated.opened and Gated.opened[0].busy):
-            assert time.monotonic() < deadline
-            threading.Event().wait(0.01)
-        verdicts: list[Verdict] = []
-        second = threading.Thread(
-            target=lambda: verdicts.append(lane.judge(job("b", other_problem(tmp_path))))
-        )
-        second.start()
-        while not lane._cond._waiters:  # type: ignore[attr-defined]  # the second waits for the first
-            assert time.monotonic() < deadline
-            threading.Event().wait(0.01)
-        assert len(Gated.opened) == 1
+        threads = [threading.Thread(target=lambda j=j: verdicts.append(lane.judge(j)))
+                   for j in (job("a"), job("b", problems[0]), job("c", problems[1]))]  # fmt: skip
+        threads[0].start()
+        _wait_for(lambda: Gated.opened and Gated.opened[0].busy, deadline)
+        threads[1].start()  # another problem: its session opens while the first one's candidate is judged
+        _wait_for(lambda: len(Gated.opened) == 2 and Gated.opened[1].busy, deadline)
+        assert OPEN_SESSIONS == 2
+        threads[2].start()  # a third: two are open and judging, so it waits for one to be done
+        _wait_for(lambda: lane._cond._waiters, deadline)  # type: ignore[attr-defined]
+        assert len(Gated.opened) == 2 and len(lane.sessions) == 2
         Gated.gate.set()
-        first.join(60)
-        second.join(60)
+        for thread in threads:
+            thread.join(60)
     finally:
         lane.close()
-    assert [v.status for v in verdicts] == [Status.CORRECT] and len(Gated.opened) == 2
+    assert [v.status for v in verdicts] == [Status.CORRECT] * 3 and len(Gated.opened) == 3
+    assert lane.sessions_opened == 3
     assert not any(session.closed_while_busy for session in Gated.opened)
     assert Gated.opened[0].in_flight == 3, "the lane's count reaches the session's options"
+
+
+def test_a_lane_judges_a_problem_again_in_its_open_session(tmp_path: Path) -> None:
+    Gated.gate.set()
+    Gated.opened = []
+    lane = Lane("cpu", Gated)  # type: ignore[arg-type]
+    second = _problem_copy(tmp_path, "b")
+    try:
+        statuses = [lane.judge(j).status for j in (job("a"), job("b", second), job("c"), job("d", second))]
+    finally:
+        lane.close()
+    assert statuses == [Status.CORRECT] * 4
+    assert len(Gated.opened) == 2, "two problems, one session each: both stay open"

@@ -1,8 +1,12 @@
-"""One lane: a device and the judge session open on it. A lane judges several candidates at once (called
-from as many threads), all in its one session; it keeps that session while candidates of the same problem
-and options come, and opens another, once the candidates in the old one are done, when they change.
+"""One lane: a device and the judge sessions open on it. A lane judges several candidates at once (called
+from as many threads), each in the session of its problem and options. It keeps up to OPEN_SESSIONS
+sessions open: a candidate of another problem opens its session at once, while the candidates of the
+last one finish, so that the new session's start (its workers, the problem's load, the reference's
+baselines) overlaps them instead of waiting for the last of them. The sessions share the device's
+timing lease (harness/lease.py): a timing window of one has the device alone against the others too.
+When a session more is wanted, the one idle longest is closed; one that still judges is never closed.
 
-The session's reference and baseline workers outlive candidates; if one of them breaks (a sticky CUDA
+A session's reference and baseline workers outlive candidates; if one of them breaks (a sticky CUDA
 error that reached the judge's own side, a worker killed from outside), the lane drops the session once
 the candidates still in it are done, and judges each candidate that saw it break again in a fresh one.
 Candidate workers need no such care: each serves one candidate and dies with it.
@@ -13,9 +17,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,6 +41,23 @@ class JudgeSession(Protocol):
 # Opens a session for a problem and options: `Judge` itself; tests pass a scripted judge instead.
 JudgeFactory = Callable[[Problem, EvalOptions], AbstractContextManager[Any]]
 
+# Sessions a lane keeps open at once: the next problem's session starts while the last one's candidates
+# finish. Each holds a reference worker, a baseline worker and its spare candidate workers.
+OPEN_SESSIONS = 2
+
+SessionKey = tuple[str, str]
+
+
+@dataclass
+class _Open:
+    """A session of the lane: None while it opens; its candidates being judged; whether its judge broke."""
+
+    session: JudgeSession | None = None
+    stack: ExitStack = field(default_factory=ExitStack)
+    users: int = 0
+    broken: bool = False
+    last_used: float = field(default_factory=time.monotonic)
+
 
 class Lane:
     """Judges candidates on `device` ('cuda:N', 'cuda' for the one GPU a Ray worker sees, or 'cpu'), up to
@@ -46,70 +68,98 @@ class Lane:
         self.factory = factory
         self.in_flight = in_flight
         self.scratch = Path(tempfile.mkdtemp(prefix="cudasmith-lane-"))
-        self._stack = ExitStack()
-        self.session: JudgeSession | None = None
-        self.session_key: tuple[str, str] | None = None
+        self.sessions: dict[SessionKey, _Open] = {}
         self.sessions_opened = 0
         self.restarts = 0
         self._cond = threading.Condition()
-        self._users = 0  # candidates being judged in the open session
-        self._broken = False  # the open session's judge failed: no candidate enters it again
 
     def judge(self, job: Job) -> Verdict:
-        """The candidate's verdict, from the open session or a new one; a second failure of the judge's
-        own side is raised (HarnessError)."""
+        """The candidate's verdict, from its problem's open session or a new one; a second failure of the
+        judge's own side is raised (HarnessError)."""
         with self._cond:
             path = job.solution_file(self.scratch)
-        session = self._enter(job)
+        entry = self._enter(job)
         try:
-            return session.judge(path)
+            assert entry.session is not None
+            return entry.session.judge(path)
         except HarnessError:
             with self._cond:
-                self._broken = self._broken or session is self.session
+                entry.broken = True
                 self.restarts += 1
         finally:
-            self._leave()
-        session = self._enter(job)
+            self._leave(entry)
+        entry = self._enter(job)
         try:
-            return session.judge(path)
+            assert entry.session is not None
+            return entry.session.judge(path)
         finally:
-            self._leave()
+            self._leave(entry)
 
-    def _enter(self, job: Job) -> JudgeSession:
-        """The session for this candidate, counted as in use; waits for the candidates of another (or a
-        broken) session to finish before opening it."""
-        with self._cond:
-            while True:
-                if self.session is not None and self.session_key == job.session_key and not self._broken:
-                    break
-                if self._users == 0:
-                    self._open(job)
-                    break
-                self._cond.wait()
-            self._users += 1
-            assert self.session is not None
-            return self.session
+    def _enter(self, job: Job) -> _Open:
+        """The open session for this candidate, counted as in use, or a new one opened for it. A new one
+        waits while OPEN_SESSIONS are open and judging, or while the broken session of its key still
+        judges; an idle one is closed to make room."""
+        key = job.session_key
+        while True:
+            idle: list[_Open] = []
+            with self._cond:
+                entry = self.sessions.get(key)
+                if entry is not None and not entry.broken:
+                    if entry.session is None:  # another thread is opening it
+                        self._cond.wait()
+                        continue
+                    entry.users += 1
+                    entry.last_used = time.monotonic()
+                    return entry
+                if entry is not None:  # broken: replaced once its candidates are done
+                    if entry.users:
+                        self._cond.wait()
+                        continue
+                    idle.append(self.sessions.pop(key))
+                elif len(self.sessions) >= OPEN_SESSIONS:
+                    ready = [e for e in self.sessions.values() if e.session is not None and e.users == 0]
+                    if not ready:
+                        self._cond.wait()
+                        continue
+                    oldest = min(ready, key=lambda e: e.last_used)
+                    idle.append(self.sessions.pop(next(k for k, e in self.sessions.items() if e is oldest)))
+                if not idle:
+                    entry = self.sessions[key] = _Open(users=1)
+            for old in idle:  # outside the lock: its workers' exits take a while
+                old.stack.close()
+            if not idle:
+                return self._open(job, entry)
 
-    def _leave(self) -> None:
+    def _open(self, job: Job, entry: _Open) -> _Open:
+        """Open the session `entry` stands for (outside the lock, so that the lane's other sessions judge
+        on); on failure the placeholder goes and whoever waited for it tries again."""
+        try:
+            with self._cond:  # the scratch folder is the lane's: files go there under its lock
+                problem = job.problem.load(self.scratch)
+            in_flight = job.options.in_flight or self.in_flight
+            options = replace(job.options, device=self.device, in_flight=in_flight)
+            session = entry.stack.enter_context(self.factory(problem, options))
+        except BaseException:
+            entry.stack.close()
+            with self._cond:
+                self.sessions.pop(job.session_key, None)
+                self._cond.notify_all()
+            raise
         with self._cond:
-            self._users -= 1
+            entry.session = session
+            self.sessions_opened += 1
             self._cond.notify_all()
+        return entry
 
-    def _open(self, job: Job) -> None:
-        self._close_session()
-        problem = job.problem.load(self.scratch)
-        in_flight = job.options.in_flight or self.in_flight
-        options = replace(job.options, device=self.device, in_flight=in_flight)
-        self.session = self._stack.enter_context(self.factory(problem, options))
-        self.session_key = job.session_key
-        self._broken = False
-        self.sessions_opened += 1
-
-    def _close_session(self) -> None:
-        self._stack.close()
-        self.session, self.session_key = None, None
+    def _leave(self, entry: _Open) -> None:
+        with self._cond:
+            entry.users -= 1
+            entry.last_used = time.monotonic()
+            self._cond.notify_all()
 
     def close(self) -> None:
         with self._cond:
-            self._close_session()
+            sessions, self.sessions = list(self.sessions.values()), {}
+        for entry in sessions:
+            entry.stack.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
