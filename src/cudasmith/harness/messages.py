@@ -364,10 +364,12 @@ class CompareItem:
 @dataclass(frozen=True)
 class Compare(BaseRequest, op="compare", reply=Compared):
     """A candidate's exported outputs against the reference, per input set; `token`: the candidate
-    worker's, which its shared-memory files must carry."""
+    worker's, which its shared-memory files must carry. `rechecks`: timed calls' outputs, of which only
+    whether they match is asked (no KernelBench check beside)."""
 
     token: str
     items: list[CompareItem]
+    rechecks: bool = False
 
 
 @dataclass(frozen=True)

@@ -114,9 +114,12 @@ class Oracle:
             self.call_seconds[spec.config_index] = notes.call_seconds
         return notes
 
-    def compare(self, items: list[tuple[InputSpec, list[OutputRef]]], token: str) -> list[Comparison]:
-        """A candidate's exported outputs (its worker's `token`) against the reference, per input set."""
-        request = Compare(token, [CompareItem(spec, outputs) for spec, outputs in items])
+    def compare(
+        self, items: list[tuple[InputSpec, list[OutputRef]]], token: str, rechecks: bool = False
+    ) -> list[Comparison]:
+        """A candidate's exported outputs (its worker's `token`) against the reference, per input set
+        (`rechecks`: timed calls', see messages.Compare)."""
+        request = Compare(token, [CompareItem(spec, outputs) for spec, outputs in items], rechecks)
         reply: Compared = self.ask(
             request, JUDGE_CALL_TIMEOUT_S * max(1, len(items) // 8), "comparing outputs"
         )

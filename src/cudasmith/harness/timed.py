@@ -299,7 +299,7 @@ def _recheck(
             f"{name}: {len(items)} of {timed_calls} timed calls re-checked, not {spec.checks} (their outputs are "
             f"too large to keep more): skipping the work on half the calls escapes with probability {escape:.1e}"
         )
-    comparisons = judge.oracle.compare(items, candidate.token)
+    comparisons = judge.oracle.compare(items, candidate.token, rechecks=True)
     for check, comparison in zip(reply.checks, comparisons, strict=True):
         if comparison.transfer is not None:
             result.status = Status.REJECTED
