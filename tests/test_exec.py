@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -422,3 +422,42 @@ def test_a_lane_judges_a_problem_again_in_its_open_session(tmp_path: Path) -> No
         lane.close()
     assert statuses == [Status.CORRECT] * 4
     assert len(Gated.opened) == 2, "two problems, one session each: both stay open"
+
+
+def test_a_session_starts_no_more_workers_ahead_than_the_executor_has_candidates_for_it() -> None:
+    """Three candidates of one problem, three in flight: the executor tells the lane how many are queued
+    behind each, and the session starts a worker for each and keeps only its floor of one ahead after
+    the last; by its own count it would start three ahead and top them up after every take (six)."""
+    opened: list[Any] = []
+
+    def factory(problem: Problem, options: EvalOptions) -> Any:
+        from cudasmith.harness.session import Judge
+
+        opened.append(Judge(problem, options))
+        return opened[-1]
+
+    quick = EvalOptions(device="cpu", seeds_per_config=1, timing=False, seed=5)
+    source = (SOLUTIONS / "optimize" / "add_fast.py").read_text()
+    jobs = [Job(f"c{i}", ProblemRef.of(ADD), quick, f"# copy {i}\n{source}", f"c{i}.py") for i in range(3)]
+    with LocalExecutor(["cpu"], build_workers=0, factory=factory, in_flight=3) as executor:
+        futures = [executor.submit(j) for j in jobs]
+        assert [f.result(timeout=300).status for f in futures] == [Status.CORRECT] * 3
+        assert len(opened) == 1
+        judge = opened[0]
+        assert judge.options.warm_floor() == 1 and judge.pool.size == 1, "none waits: the floor"
+        assert judge.pool.started <= 3 + 1, "one worker per candidate, and the floor's one ahead"
+
+
+def test_a_session_heeds_the_latest_count_of_candidates_waiting_for_it() -> None:
+    from cudasmith.harness.session import Judge
+
+    with Judge(load_problem(PROBLEMS / "add_small.py"), EvalOptions(device="cpu", in_flight=4)) as judge:
+        assert judge.pool.size == 4
+        judge.expect(2, order=5)
+        assert judge.pool.size == 2
+        judge.expect(3, order=4)  # counted before the last: stale
+        assert judge.pool.size == 2
+        judge.expect(0, order=6)
+        assert judge.pool.size == 1, "the floor stays ahead for candidates to come"
+        judge.expect(9, order=7)
+        assert judge.pool.size == 4, "never beyond the session's own count"

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from cudasmith.exec.jobs import Job
@@ -161,6 +161,7 @@ class Executor:
         self._entries: list[_Entry] = []
         self._closed = False
         self._first_job: float | None = None
+        self._handed_out = 0  # candidates handed to lanes so far
         self._max_ready = 0
         self._build_counts = {"built": 0, "failed": 0}
         self._build_s = 0.0
@@ -245,6 +246,9 @@ class Executor:
                     fresh = [e for e in ready if e.job.session_key not in elsewhere]
                     entry = (same or fresh or ready)[0]
                     self._entries.remove(entry)
+                    alike = sum(e.job.session_key == entry.job.session_key for e in self._entries)
+                    self._handed_out += 1
+                    entry.job = replace(entry.job, queued_alike=alike, handed_out=self._handed_out)
                     self._open_keys[lane] = entry.job.session_key
                     self._start_judging(lane)
                     return entry

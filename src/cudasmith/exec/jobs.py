@@ -40,7 +40,11 @@ class ProblemRef:
 @dataclass(frozen=True)
 class Job:
     """One candidate to judge: `key` names it in logs and stats, `path` is its file where it was written
-    (used where that file is readable and unchanged), `file_name` the name of a copy made elsewhere."""
+    (used where that file is readable and unchanged), `file_name` the name of a copy made elsewhere.
+    `queued_alike`: candidates of the same session still queued when the executor handed this one to a
+    lane (None: not known), so that the session starts no more workers ahead than will be used;
+    `handed_out`: how many candidates the executor had handed out then, this one included (of two
+    counts, the later one holds)."""
 
     key: str
     problem: ProblemRef
@@ -48,6 +52,8 @@ class Job:
     source: str
     file_name: str
     path: str | None = None
+    queued_alike: int | None = None
+    handed_out: int = 0
 
     @property
     def session_key(self) -> tuple[str, str]:

@@ -33,7 +33,9 @@ from cudasmith.tasks.problem import Problem
 
 
 class JudgeSession(Protocol):
-    """What a lane needs of a judge session: one solution file in, its verdict out (from several threads)."""
+    """What a lane needs of a judge session: one solution file in, its verdict out (from several threads).
+    A session that starts workers ahead may also have `expect(queued)`: how many candidates still wait
+    for it (Judge.expect)."""
 
     def judge(self, path: Path) -> Verdict: ...
 
@@ -110,6 +112,7 @@ class Lane:
                         continue
                     entry.users += 1
                     entry.last_used = time.monotonic()
+                    _expect(entry.session, job)
                     return entry
                 if entry is not None:  # broken: replaced once its candidates are done
                     if entry.users:
@@ -138,7 +141,11 @@ class Lane:
                 problem = job.problem.load(self.scratch)
             in_flight = job.options.in_flight or self.in_flight
             options = replace(job.options, device=self.device, in_flight=in_flight)
+            if job.queued_alike is not None and options.warm_workers is None:
+                # Workers ahead for this candidate and those queued behind it, not more.
+                options = replace(options, warm_workers=min(options.warm(), 1 + job.queued_alike))
             session = entry.stack.enter_context(self.factory(problem, options))
+            _expect(session, job)
         except BaseException:
             entry.stack.close()
             with self._cond:
@@ -163,3 +170,10 @@ class Lane:
         for entry in sessions:
             entry.stack.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _expect(session: JudgeSession, job: Job) -> None:
+    """Tell a session that starts workers ahead how many candidates still wait for it, where known."""
+    expect = getattr(session, "expect", None)
+    if expect is not None and job.queued_alike is not None:
+        expect(job.queued_alike, job.handed_out)

@@ -167,6 +167,10 @@ class EvalOptions:
             return max(0, self.warm_workers)
         return max(WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU, self.candidates_in_flight())
 
+    def warm_floor(self) -> int:
+        """How many candidate workers a session keeps started ahead when no candidate is known to wait."""
+        return min(self.warm(), WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU)
+
     def candidates_in_flight(self, lanes: int = 1) -> int:
         """How many candidates a session judges at once: `in_flight`, or the device's default."""
         return self.in_flight if self.in_flight is not None else default_in_flight(self.device, lanes)

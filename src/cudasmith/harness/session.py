@@ -116,6 +116,7 @@ class Judge:
         self.lease = lease_for(self.lease_key)
         self._lock = threading.Lock()  # the session's own state, shared by the candidates in flight
         self._in_use: set[WorkerProcess] = set()  # the workers of the candidates being judged
+        self._expected_at = 0  # which executor count expect() heard last
         configs = [config for config, _ in problem.all_configs()]
         self.oracle = Oracle(self._start_reference(), self.lease, configs)
         self._started = False
@@ -314,6 +315,16 @@ class Judge:
         with contextlib.suppress(CudasmithError):
             self._start()
             time_ahead(self)
+
+    def expect(self, queued: int, order: int = 0) -> None:
+        """`queued` candidates wait for this session beyond those it judges now (an executor's count, the
+        `order`-th it handed out; an older count than one heard already is ignored): at most that many
+        workers are kept started ahead, and at least the few a session keeps for candidates to come."""
+        with self._lock:
+            if order < self._expected_at:
+                return
+            self._expected_at = order
+            self.pool.size = min(self.options.warm(), max(queued, self.options.warm_floor()))
 
     def judge_many(self, solutions: Iterable[str | Path]) -> Iterator[Verdict]:
         """Judge the solutions, `in_flight` at once; verdicts come in the order given."""
