@@ -194,6 +194,8 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
                 for index, verdict in judged(judge, paths, ahead=ahead):
                     emit(**_candidate_event(names[index], verdict))
                     done.add(index)
+                _mark(emit, began, task, "every verdict given; closing the session")
+            _mark(emit, began, task, "session closed")
         except Exception as exc:  # a harness failure: what is left of the task is recorded against it
             reason = f"{type(exc).__name__}: {exc}"[:300]
             for index, name in enumerate(names):
@@ -212,6 +214,12 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
     finally:
         for _, ahead in pools.values():
             ahead.close()
+        _mark(emit, began, "child", "builds ahead closed")
+
+
+def _mark(emit: Emit, began: float, who: str, what: str) -> None:
+    """A step of the row's own end (a task's session, the child's builds), on the phases' clock."""
+    emit(event="mark", who=who, what=what, t=round(time.perf_counter() - began, 3))
 
 
 def child_interference(args: argparse.Namespace, emit: Emit) -> None:

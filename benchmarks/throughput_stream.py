@@ -100,6 +100,8 @@ class Row:
     in_flight: int | None = None
     # Each candidate's progress lines in its session: (seconds since the stream began, what), in order.
     phases: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+    # The row's own end, on the phases' clock: (seconds, task or "child", what), e.g. a session closed.
+    marks: list[tuple[float, str, str]] = field(default_factory=list)
     # Per candidate, each timed config's measurement: median, samples, stop, warmup_s, sampling_s, records_s.
     configs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -153,6 +155,7 @@ class Row:
             },
             "no_verdict": self.unfinished(),
             "phases": self.phases,
+            "marks": self.marks,
             "config_costs": self.config_costs(),
         }
 
@@ -193,6 +196,8 @@ def run_session_row(
             )
         elif event["event"] == "phase":
             row.phases.setdefault(event["name"], []).append((event["t"], event["what"]))
+        elif event["event"] == "mark":
+            row.marks.append((event["t"], event["who"], event["what"]))
         elif event["event"] == "setup":
             row.approach.setup_s[event["task"]] = event["seconds"]
             row.in_flight = event.get("in_flight")

@@ -395,6 +395,10 @@ def test_a_cpu_stream_run(tmp_path: Path) -> None:
     assert document["judge_errors"] == []
     # Each candidate's progress lines, in order, under its own name; none left unfinished.
     assert set(row["phases"]) == set(expected), row["phases"]
+    # The row's end, step by step: each task's session closed, then the child's builds ahead.
+    marks = [(who, what) for _, who, what in row["marks"]]
+    assert {("level1/vector_add", "session closed"), ("level1/softmax", "session closed")} <= set(marks)
+    assert marks[-1] == ("child", "builds ahead closed")
     for steps in row["phases"].values():
         assert steps[0][1] == "loading the solution" and [t for t, _ in steps] == sorted(t for t, _ in steps)
     assert row["no_verdict"] == []

@@ -35,8 +35,10 @@ TIMING_EXTRA_S = 30.0
 # the half of the calls that moves the median escapes every check with probability at most 2**-20
 # (below one in a million); slow kernels with fewer timed calls than this have every call checked.
 TIMED_CHECKS = 20
-# Candidate workers started ahead of need (torch imported, CUDA context made): one per candidate.
-WARM_WORKERS_GPU = 2
+# Candidate workers started ahead of need (torch imported, CUDA context made): one per candidate. On
+# the H100 machine a worker takes about 4 s to start and a warm candidate about 2 s to judge: at one
+# candidate in flight, two ahead ran out (a candidate in two or three waited ~3 s), three keep up.
+WARM_WORKERS_GPU = 3
 WARM_WORKERS_CPU = 1
 # Candidates judged at once by a session (each in its own worker; timing windows stay exclusive), by
 # default: on a GPU, a pair of cores and GPU_MEMORY_PER_CANDIDATE each (a candidate's import, build and
