@@ -10,6 +10,7 @@ by the candidates in flight, from several threads.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +20,70 @@ from cudasmith.harness.verdict import Status
 
 # A worker's imports and CUDA context: how long to wait for them before giving up on that worker.
 START_TIMEOUT_S = 120.0
+# Candidate workers of one GPU making their CUDA context (and loading the timing tools) at once, over
+# every session of the process. Contexts are made largely one after another by the driver: when a
+# session starts K workers and another session K more, each of the first candidates waited for all of
+# them (14 s on the H100 machine for 16 workers). Beyond this many, a worker's prepare waits its turn,
+# so the first ones are ready first; its imports go on meanwhile.
+PREPARES_AT_ONCE = 4
+# A prepare never waits for its turn longer than this (a turn is freed when a prepare is answered).
+PREPARE_TURN_WAIT_S = 30.0
+POLL_S = 0.02
+
+
+class PrepareGate:
+    """Turns to prepare (make a CUDA context) among the candidate workers of one GPU. A turn ends when the
+    worker's answer has arrived (seen without reading it, so any thread may notice) or it is gone."""
+
+    def __init__(self, turns: int = PREPARES_AT_ONCE) -> None:
+        self.turns = turns
+        self._holders: list[WorkerProcess] = []
+        self._lock = threading.Lock()
+
+    def _free(self) -> None:
+        """Drop the holders whose prepare has been answered, or that died (the caller holds the lock)."""
+        self._holders = [w for w in self._holders if w.alive and not _answered(w)]
+
+    def enter(self, worker: WorkerProcess, block: bool) -> bool:
+        """A turn for `worker`: at once, False if none is free and not `block`; waits otherwise (at most
+        PREPARE_TURN_WAIT_S, then goes ahead anyway)."""
+        deadline = time.monotonic() + PREPARE_TURN_WAIT_S
+        while True:
+            with self._lock:
+                self._free()
+                if len(self._holders) < self.turns or (block and time.monotonic() >= deadline):
+                    self._holders.append(worker)
+                    return True
+            if not block:
+                return False
+            time.sleep(POLL_S)
+
+    def leave(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            self._holders = [w for w in self._holders if w is not worker]
+
+    @property
+    def held(self) -> int:
+        with self._lock:
+            self._free()
+            return len(self._holders)
+
+
+def _answered(worker: WorkerProcess) -> bool:
+    try:
+        return bool(worker.replies.poll(0))
+    except (OSError, ValueError):  # closed meanwhile: its turn is over
+        return True
+
+
+_gates: dict[str, PrepareGate] = {}
+_gates_lock = threading.Lock()
+
+
+def prepare_gate(device: str) -> PrepareGate:
+    """The gate of one GPU of this process (named as the timing lease names it)."""
+    with _gates_lock:
+        return _gates.setdefault(device, PrepareGate())
 
 
 @dataclass
@@ -35,11 +100,19 @@ class _Starting:
 class WorkerPool:
     """Keeps `size` candidate workers starting or ready; `take()` hands out a prepared one."""
 
-    def __init__(self, start: Callable[[], WorkerProcess], size: int, limit: int | None = None) -> None:
-        """`limit`: how many workers will ever be needed, when known (none is started beyond it)."""
+    def __init__(
+        self,
+        start: Callable[[], WorkerProcess],
+        size: int,
+        limit: int | None = None,
+        gate: PrepareGate | None = None,
+    ) -> None:
+        """`limit`: how many workers will ever be needed, when known (none is started beyond it); `gate`:
+        the GPU's turns to prepare (none on the CPU)."""
         self._start = start
         self.size = size
         self.limit = limit
+        self.gate = gate
         self.started = 0
         self._workers: list[_Starting] = []
         self.failures: list[str] = []
@@ -63,9 +136,15 @@ class WorkerPool:
             worker.wait(entry.ping, START_TIMEOUT_S, "starting a worker")
             entry.ping_done = True
         if entry.ping_done and entry.prepare is None:
+            if self.gate is not None and not self.gate.enter(worker, block):
+                return  # its turn comes later
             entry.prepare = worker.send(Prepare())
         if entry.prepare is not None and not entry.prepare_done and (block or worker.replies.poll(0)):
-            reply = worker.wait(entry.prepare, START_TIMEOUT_S, "preparing a worker")
+            try:
+                reply = worker.wait(entry.prepare, START_TIMEOUT_S, "preparing a worker")
+            finally:
+                if self.gate is not None:
+                    self.gate.leave(worker)
             if isinstance(reply, Failed):
                 raise WorkerFailure(
                     Status.parse(reply.status, Status.RUNTIME_ERROR), reply.reason or "prepare failed"
@@ -87,7 +166,9 @@ class WorkerPool:
             with self._lock:
                 if not self._workers:
                     self._workers.append(self._spawn())
-                entry = next((e for e in self._workers if e.prepare_done), self._workers[0])
+                ready = (e for e in self._workers if e.prepare_done)
+                preparing = (e for e in self._workers if e.prepare is not None)
+                entry = next(ready, next(preparing, self._workers[0]))
                 self._workers.remove(entry)
             try:
                 self._step(entry, block=True)
@@ -102,6 +183,8 @@ class WorkerPool:
         """Close a worker that failed to start (the caller holds the lock)."""
         if entry in self._workers:
             self._workers.remove(entry)
+        if self.gate is not None:
+            self.gate.leave(entry.worker)
         entry.worker.close()
         self.failures.append(why)
 
