@@ -252,3 +252,18 @@ def test_packages_on_the_import_path_are_libraries_but_the_solutions_folder_is_n
     assert library_verdict.status == Status.CORRECT, library_verdict.reason
     assert beside_verdict.status == Status.REJECTED
     assert "sys._getframe" in beside_verdict.reason
+
+
+def test_a_session_opened_beside_another_starts_as_a_step_of_the_devices_lease() -> None:
+    """Alone on a device, a session's start (its workers' imports, the problem's load) overlaps its first
+    candidate's. Beside another session it is a step of the shared lease, done before the constructor
+    returns, so that no timing window of the other overlaps those trusted workers' work."""
+    timed = replace(QUICK, timing=True)
+    with Judge(task="level1/vector_add", options=timed, candidates=1) as first:
+        assert first.oracle._loaded is None and not first._started, "alone: started in the background"
+        holds_before = first.lease.holds
+        with Judge(task="level1/relu", options=timed, candidates=1) as second:
+            assert first.lease is second.lease
+            assert second._started and second.oracle._loaded is not None, "beside another: a step, waited for"
+            assert second.baselines._load_id is None, "the baseline worker has loaded the problem too"
+            assert first.lease._steps == 0 and first.lease.holds == holds_before

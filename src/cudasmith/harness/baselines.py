@@ -11,6 +11,7 @@ replaces a measurement, and a noisy one is not kept.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -149,6 +150,14 @@ class SessionBaselines:
         if self._worker is None or not self._worker.alive:
             self._worker = self._start_worker()
             self._load_id = self._worker.send(LoadProblem())
+
+    def ready(self) -> None:
+        """Wait for the baseline worker, if started, to have loaded the problem (a failure is left to its
+        first use)."""
+        if self._worker is None:
+            return
+        with contextlib.suppress(WorkerFailure):
+            self._ready()
 
     def _ready(self) -> WorkerProcess:
         """The baseline worker with the problem loaded (started now if it is not running)."""

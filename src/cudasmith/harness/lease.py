@@ -74,6 +74,12 @@ class TimingLease:
             since = time.monotonic() - ENDS_KEPT_S
             self._ends = {w: end for w, end in self._ends.items() if end > since}
 
+    def in_use(self) -> bool:
+        """Whether any session's worker is alive on this device (before a new session registers its own:
+        another session judges here)."""
+        with self._cond:
+            return any(w.alive for w, _ in self._workers)
+
     def _alive(self, trusted: bool) -> list[WorkerProcess]:
         with self._cond:
             return [w for w, t in self._workers if w.alive and t is trusted]

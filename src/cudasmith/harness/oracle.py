@@ -60,10 +60,24 @@ class Oracle:
         self.peaks_error: str | None = None
         self._peaks_asked = False
         self._peaks_remeasured = False
+        self._loaded: ProblemLoaded | HarnessError | None = None
+        self._load_lock = threading.Lock()
         self._lock = threading.Lock()
 
     def loaded(self) -> ProblemLoaded:
-        """Wait for the problem to be loaded (the device named) and described."""
+        """Wait for the problem to be loaded (the device named) and described; once: a later call gives
+        the same answer, or raises the same failure."""
+        with self._load_lock:
+            if self._loaded is None:
+                try:
+                    self._loaded = self._load()
+                except HarnessError as failure:
+                    self._loaded = failure
+            if isinstance(self._loaded, HarnessError):
+                raise self._loaded
+            return self._loaded
+
+    def _load(self) -> ProblemLoaded:
         loaded = None
         for request_id, what in (
             (self._load_id, "loading the problem"),

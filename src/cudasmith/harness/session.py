@@ -118,6 +118,7 @@ class Judge:
         self._in_use: set[WorkerProcess] = set()  # the workers of the candidates being judged
         self._expected_at = 0  # which executor count expect() heard last
         configs = [config for config, _ in problem.all_configs()]
+        beside_others = self.lease.in_use()  # another session judges on this device
         self.oracle = Oracle(self._start_reference(), self.lease, configs)
         self._started = False
         self.device_name = options.device
@@ -133,6 +134,8 @@ class Judge:
         if options.timing and (candidates is None or candidates > 0):
             self.baselines.start()  # its imports beside the first candidate's, not after its correctness
         self.judged = 0
+        if beside_others:
+            self._start_as_a_step()
 
     # -- workers -------------------------------------------------------------------------------
 
@@ -160,6 +163,15 @@ class Judge:
             self.lease.register(worker)
             worker.wait_started()
         return worker
+
+    def _start_as_a_step(self) -> None:
+        """Start this session's own workers (imports, the problem's load, the launch cost's calibration)
+        as a step of the device's lease, waiting for them: another session judges here, and none of its
+        timing windows may overlap them (they are trusted workers, watched but never paused). A failure
+        is left to the first candidate, as when the start overlaps it."""
+        with contextlib.suppress(CudasmithError), self.lease.step():
+            self.baselines.ready()
+            self._start()
 
     def _start(self) -> None:
         """Finish starting the session (once, whichever candidate asks first): the problem loaded and
