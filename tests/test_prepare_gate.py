@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from cudasmith.harness import pool as pool_module
+from cudasmith.harness.lease import lease_for
 from cudasmith.harness.messages import WorkerSetup
-from cudasmith.harness.pool import PrepareGate, WorkerPool, prepare_gate
+from cudasmith.harness.pool import PrepareGate, WorkerPool
 from cudasmith.harness.process import WorkerProcess
 
 from conftest import PROBLEMS
@@ -72,9 +73,9 @@ def test_a_blocking_enter_waits_for_a_turn_and_never_for_ever(monkeypatch: pytes
     assert gate.enter(late, block=True) and 0.15 <= time.monotonic() - started < 5
 
 
-def test_the_gate_is_one_per_gpu_for_every_session_of_the_process() -> None:
-    assert prepare_gate("GPU-test-a") is prepare_gate("GPU-test-a")
-    assert prepare_gate("GPU-test-a") is not prepare_gate("GPU-test-b")
+def test_the_gate_is_the_leases_one_per_gpu_for_every_session_of_the_process() -> None:
+    assert lease_for("GPU-test-a").prepares is lease_for("GPU-test-a").prepares
+    assert lease_for("GPU-test-a").prepares is not lease_for("GPU-test-b").prepares
 
 
 def test_a_pool_prepares_its_workers_in_turns_and_hands_each_out_ready() -> None:

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from cudasmith.harness.exclusive import ActivityProbe, CpuActivity, Unverified
 from cudasmith.harness.pausing import pause_workers, process_tree, worker_processes
+from cudasmith.harness.pool import PrepareGate
 from cudasmith.harness.process import WorkerProcess
 
 # A window found shared is timed again at most this many times; after that its time is kept and
@@ -61,6 +62,7 @@ class TimingLease:
         self._workers: list[tuple[WorkerProcess, bool]] = []
         self._local = threading.local()
         self.holds = 0
+        self.prepares = PrepareGate()  # the device's candidate workers' turns to make their context
 
     # -- workers -------------------------------------------------------------------------------
 

@@ -76,16 +76,6 @@ def _answered(worker: WorkerProcess) -> bool:
         return True
 
 
-_gates: dict[str, PrepareGate] = {}
-_gates_lock = threading.Lock()
-
-
-def prepare_gate(device: str) -> PrepareGate:
-    """The gate of one GPU of this process (named as the timing lease names it)."""
-    with _gates_lock:
-        return _gates.setdefault(device, PrepareGate())
-
-
 @dataclass
 class _Starting:
     """A worker on its way: its ping is answered once imported; its prepare once its context exists."""

@@ -41,7 +41,7 @@ from cudasmith.harness.lease import lease_for
 from cudasmith.harness.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
-from cudasmith.harness.pool import WorkerPool, prepare_gate
+from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
 from cudasmith.harness.roofline import ConfigDescription
 from cudasmith.harness.screen import screen
@@ -125,7 +125,7 @@ class Judge:
         self.selected: list[tuple[int, Config, bool]] = []
         self.skipped: list[SkippedConfig] = []
         self.plan: TimingPlan = default_plan(options.device, options.l2_state or problem.l2_state)
-        gate = prepare_gate(self.lease_key) if options.on_gpu else None
+        gate = self.lease.prepares if options.on_gpu else None
         self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate)
         self.pool.top_up()
         names = options.baselines or default_baselines(options.device)
