@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from cudasmith.harness.options import EvalOptions
@@ -23,7 +24,7 @@ class ProblemRef:
     def of(cls, problem: Problem) -> ProblemRef:
         return cls(problem.name, str(problem.path), problem.source)
 
-    @property
+    @cached_property
     def source_hash(self) -> str:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
@@ -55,9 +56,10 @@ class Job:
     queued_alike: int | None = None
     handed_out: int = 0
 
-    @property
+    @cached_property
     def session_key(self) -> tuple[str, str]:
-        """Candidates with the same key can share a judge session (same problem, same options)."""
+        """Candidates with the same key can share a judge session (same problem, same options). Kept
+        once made: the executor compares it over its queue at each hand-out."""
         return self.problem.source_hash, repr(self.options)
 
     def solution_file(self, scratch: Path) -> Path:

@@ -167,11 +167,14 @@ class EvalOptions:
         """How many candidate workers to keep started ahead."""
         if self.warm_workers is not None:
             return max(0, self.warm_workers)
-        return max(WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU, self.candidates_in_flight())
+        return max(self._warm_default(), self.candidates_in_flight())
 
     def warm_floor(self) -> int:
         """How many candidate workers a session keeps started ahead when no candidate is known to wait."""
-        return min(self.warm(), WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU)
+        return min(self.warm(), self._warm_default())
+
+    def _warm_default(self) -> int:
+        return WARM_WORKERS_GPU if self.on_gpu else WARM_WORKERS_CPU
 
     def candidates_in_flight(self, lanes: int = 1) -> int:
         """How many candidates a session judges at once: `in_flight`, or the device's default."""
