@@ -173,6 +173,7 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
         pools[task][1].start([args.candidates / name for name in names])
 
     began = time.perf_counter()  # the phases' clock, the same for every task
+    emit(event="clock", at=time.monotonic())  # the parent's clock too: what the child's start cost
 
     def one_task(task: str, names: list[str]) -> None:
         problem, ahead = pools[task]

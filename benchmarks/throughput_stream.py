@@ -102,6 +102,9 @@ class Row:
     phases: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     # The row's own end, on the phases' clock: (seconds, task or "child", what), e.g. a session closed.
     marks: list[tuple[float, str, str]] = field(default_factory=list)
+    # When the phases' clock started, in seconds after the child's process was started (its own start: the
+    # interpreter, its imports, the builds sent ahead); None where the child did not say.
+    clock_at_s: float | None = None
     # Per candidate, each timed config's measurement: median, samples, stop, warmup_s, sampling_s, records_s.
     configs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -156,8 +159,18 @@ class Row:
             "no_verdict": self.unfinished(),
             "phases": self.phases,
             "marks": self.marks,
+            **self.ends(),
             "config_costs": self.config_costs(),
         }
+
+    def ends(self) -> dict[str, float | None]:
+        """The row's time outside its sessions (seconds): the child's start, before the phases' clock, and
+        its exit, after its last mark, both on the row's wall clock."""
+        if self.clock_at_s is None:
+            return {"child_start_s": None, "child_exit_s": None}
+        last = max((t for t, _, _ in self.marks), default=None)
+        exit_s = self.approach.wall_s - self.clock_at_s - last if last is not None else None
+        return {"child_start_s": round(self.clock_at_s, 3), "child_exit_s": exit_s and round(exit_s, 3)}
 
 
 def firsts(batch: list[Candidate]) -> set[str]:
@@ -198,6 +211,8 @@ def run_session_row(
             row.phases.setdefault(event["name"], []).append((event["t"], event["what"]))
         elif event["event"] == "mark":
             row.marks.append((event["t"], event["who"], event["what"]))
+        elif event["event"] == "clock":  # the phases' clock started: CLOCK_MONOTONIC, as this process's
+            row.clock_at_s = event["at"] - began
         elif event["event"] == "setup":
             row.approach.setup_s[event["task"]] = event["seconds"]
             row.in_flight = event.get("in_flight")
@@ -331,6 +346,11 @@ def row_line(row: Row, document: dict[str, Any]) -> str:
             else ""
         )
         + config_cost_line(s["config_costs"])
+        + (
+            f"; the child's start took {s['child_start_s']:.1f} s, its exit {_fmt(s['child_exit_s'], '.1f', ' s')}"
+            if s.get("child_start_s") is not None
+            else ""
+        )
         + (f" ({row.approach.note})" if row.approach.note else "")
     )
 

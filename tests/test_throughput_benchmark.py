@@ -399,6 +399,12 @@ def test_a_cpu_stream_run(tmp_path: Path) -> None:
     marks = [(who, what) for _, who, what in row["marks"]]
     assert {("level1/vector_add", "session closed"), ("level1/softmax", "session closed")} <= set(marks)
     assert marks[-1] == ("child", "builds ahead closed")
+    # What the row spent outside its sessions: the child's start before the phases' clock, its exit after
+    # the last mark; with the sessions' span, they make the row's wall time.
+    assert 0 < row["child_start_s"] < row["wall_s"] and row["child_exit_s"] >= 0
+    last = max(t for t, _, _ in row["marks"])
+    assert row["child_start_s"] + last + row["child_exit_s"] == pytest.approx(row["wall_s"], abs=0.01)
+    assert "the child's start took" in done.stdout
     for steps in row["phases"].values():
         assert steps[0][1] == "loading the solution" and [t for t, _ in steps] == sorted(t for t, _ in steps)
     assert row["no_verdict"] == []
