@@ -107,6 +107,8 @@ def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
         "speedup": verdict.speedup,
         "timing": timing,
         "configs": _config_costs(verdict),
+        # Why a window was timed again (which process shared it), as the verdict's notes say.
+        "retimed": [note for note in getattr(verdict, "notes", []) if "timed again" in note],
     }
 
 

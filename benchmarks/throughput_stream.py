@@ -105,6 +105,8 @@ class Row:
     # When the phases' clock started, in seconds after the child's process was started (its own start: the
     # interpreter, its imports, the builds sent ahead); None where the child did not say.
     clock_at_s: float | None = None
+    # Per candidate whose windows were timed again, its verdict's notes saying which process shared them.
+    retimed: dict[str, list[str]] = field(default_factory=dict)
     # Per candidate, each timed config's measurement: median, samples, stop, warmup_s, sampling_s, records_s.
     configs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -151,6 +153,7 @@ class Row:
             "unexpected": wrong,
             "exclusive_windows": f"{sum(bool(e) for e in exclusive)}/{len(exclusive)}" if exclusive else None,
             "retimed_windows": sum(t.get("retimed_windows", 0) for t in self.timing.values()),
+            "retimed_why": self.retimed,
             # What the candidates' timing holds waited for before timing, summed over the row (seconds).
             "hold_waits_s": {
                 key: round(sum(t.get(key) or 0.0 for t in self.timing.values()), 3)
@@ -204,6 +207,8 @@ def run_session_row(
             row.approach.results[event["name"]] = result
             row.timing[event["name"]] = event.get("timing") or {}
             row.configs[event["name"]] = event.get("configs") or []
+            if event.get("retimed"):
+                row.retimed[event["name"]] = event["retimed"]
             console.print(
                 f"[{name}] {event['name']}: {result.status} ({result.seconds or 0:.1f} s) {result.reason[:100]}"
             )

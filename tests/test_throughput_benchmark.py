@@ -405,6 +405,8 @@ def test_a_cpu_stream_run(tmp_path: Path) -> None:
     last = max(t for t, _, _ in row["marks"])
     assert row["child_start_s"] + last + row["child_exit_s"] == pytest.approx(row["wall_s"], abs=0.01)
     assert "the child's start took" in done.stdout
+    # A window timed again is listed with the verdict's note saying which process shared it.
+    assert bool(row["retimed_why"]) == (row["retimed_windows"] > 0)
     for steps in row["phases"].values():
         assert steps[0][1] == "loading the solution" and [t for t, _ in steps] == sorted(t for t, _ in steps)
     assert row["no_verdict"] == []
