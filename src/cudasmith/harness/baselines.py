@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from cudasmith.errors import UsageError
-from cudasmith.harness.messages import Failed, LoadProblem, Time, TimeSpec
+from cudasmith.harness.messages import Failed, LoadProblem, Ping, Time, TimeSpec
 from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.results import BaselineEntry, PreviousTime, Timing
@@ -143,13 +143,26 @@ class SessionBaselines:
         self.identity = identity  # problem, device, versions and plan: what a time on disk depends on
         self._worker: WorkerProcess | None = None
         self._load_id: int | None = None
+        self._load_sent = False
         self.times: dict[tuple[str, int], BaselineTime] = {}
 
-    def start(self) -> None:
-        """Start the baseline worker and its load now, without waiting (it starts beside the candidates)."""
+    def start(self, load: bool = True) -> None:
+        """Start the baseline worker now, and (`load`) its load of the problem on its device, without
+        waiting (it starts beside the candidates)."""
         if self._worker is None or not self._worker.alive:
             self._worker = self._start_worker()
+            self._load_sent = False
+        if load and not self._load_sent:
             self._load_id = self._worker.send(LoadProblem())
+            self._load_sent = True
+
+    def imported(self) -> None:
+        """Wait for the baseline worker, if started and not yet asked to load, to have made its imports (it
+        answers a ping; no device used). A failure is left to its first use."""
+        if self._worker is None or self._load_sent:
+            return
+        with contextlib.suppress(WorkerFailure):
+            self._worker.request(Ping(), PROBLEM_LOAD_TIMEOUT_S, "starting the baseline worker")
 
     def ready(self) -> None:
         """Wait for the baseline worker, if started, to have loaded the problem (a failure is left to its

@@ -48,12 +48,16 @@ PEAKS_TIMEOUT_S = 300.0
 class Oracle:
     """The session's reference worker: what it loaded and described, and what candidates ask of it."""
 
-    def __init__(self, worker: WorkerProcess, lease: TimingLease, configs: list[Config]) -> None:
-        """`worker`: a reference worker just started; it loads and describes the problem at once."""
+    def __init__(
+        self, worker: WorkerProcess, lease: TimingLease, configs: list[Config], load: bool = True
+    ) -> None:
+        """`worker`: a reference worker just started; it describes the configs at once (on meta tensors: no
+        device), then loads the problem on its device (`load`), or when `send_load()` asks."""
         self.worker = worker
         self.lease = lease
-        self._load_id = worker.send(LoadProblem())
         self._describe_id = worker.send(Describe(configs))
+        self._load_id: int | None = None
+        self._described = False
         self.described: list[ConfigDescription] = []
         self.call_seconds: dict[int, float] = {}
         self.peaks: DevicePeaks | None = None
@@ -63,6 +67,26 @@ class Oracle:
         self._loaded: ProblemLoaded | HarnessError | None = None
         self._load_lock = threading.Lock()
         self._lock = threading.Lock()
+        if load:
+            self.send_load()
+
+    def send_load(self) -> None:
+        """Ask the worker to load the problem on its device (a CUDA context: the start's device work)."""
+        with self._load_lock:
+            self._send_load()
+
+    def _send_load(self) -> None:
+        if self._load_id is None:
+            self._load_id = self.worker.send(LoadProblem())
+
+    def wait_described(self) -> None:
+        """Wait for the configs' description alone (it uses no device); a failure is left to loaded()."""
+        with self._load_lock:
+            if self._loaded is None and not self._described:
+                try:
+                    self._describe()
+                except HarnessError as failure:
+                    self._loaded = failure
 
     def loaded(self) -> ProblemLoaded:
         """Wait for the problem to be loaded (the device named) and described; once: a later call gives
@@ -78,22 +102,28 @@ class Oracle:
             return self._loaded
 
     def _load(self) -> ProblemLoaded:
-        loaded = None
-        for request_id, what in (
-            (self._load_id, "loading the problem"),
-            (self._describe_id, "describing the configs"),
-        ):
-            try:
-                reply = self.worker.wait(request_id, PROBLEM_LOAD_TIMEOUT_S, what)
-            except WorkerFailure as failure:
-                raise self.failed(failure) from None
-            if isinstance(reply, Failed):
-                raise HarnessError(f"the reference failed while {what}: {reply.reason}")
-            if isinstance(reply, Described):
-                self.described = reply.configs
-            loaded = reply if isinstance(reply, ProblemLoaded) else loaded
-        assert loaded is not None
-        return loaded
+        self._describe()
+        self._send_load()
+        assert self._load_id is not None
+        reply = self._wait(self._load_id, "loading the problem")
+        assert isinstance(reply, ProblemLoaded)
+        return reply
+
+    def _describe(self) -> None:
+        if not self._described:
+            reply = self._wait(self._describe_id, "describing the configs")
+            assert isinstance(reply, Described)
+            self.described, self._described = reply.configs, True
+
+    def _wait(self, request_id: int, what: str) -> Any:
+        """The answer to one of the start's requests (in the order they were sent), or the harness's failure."""
+        try:
+            reply = self.worker.wait(request_id, PROBLEM_LOAD_TIMEOUT_S, what)
+        except WorkerFailure as failure:
+            raise self.failed(failure) from None
+        if isinstance(reply, Failed):
+            raise HarnessError(f"the reference failed while {what}: {reply.reason}")
+        return reply
 
     def ask(
         self, request: Request, timeout_s: float, what: str, config: tuple[int, str] | None = None

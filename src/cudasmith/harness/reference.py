@@ -22,6 +22,7 @@ from cudasmith.hardware import device_name
 from cudasmith.harness.calls import TimedCalls, spec_inputs, timing_input_sets
 from cudasmith.harness.check import compare_outputs, validate_outputs
 from cudasmith.harness.messages import (
+    Ack,
     Compare,
     Compared,
     Comparison,
@@ -31,6 +32,7 @@ from cudasmith.harness.messages import (
     LoadProblem,
     MeasurePeaks,
     PeaksMeasured,
+    Ping,
     ProblemLoaded,
     ReferenceNotes,
     Time,
@@ -133,6 +135,7 @@ class ReferenceWorker:
         self.timing_sets_bytes = 0
         self.call_seconds: dict[int, float] = {}
         self.handlers: dict[type, Any] = {
+            Ping: lambda request: Ack(),  # answered once the worker's imports are done
             LoadProblem: lambda request: self.load(),
             Describe: self.describe,
             ReferenceRequest: self.reference,

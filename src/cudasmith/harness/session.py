@@ -119,7 +119,9 @@ class Judge:
         self._expected_at = 0  # which executor count expect() heard last
         configs = [config for config, _ in problem.all_configs()]
         beside_others = self.lease.in_use()  # another session judges on this device
-        self.oracle = Oracle(self._start_reference(), self.lease, configs)
+        # Beside another session on a GPU, the trusted workers touch the device only in a step (below).
+        later = beside_others and options.on_gpu
+        self.oracle = Oracle(self._start_reference(), self.lease, configs, load=not later)
         self._started = False
         self.device_name = options.device
         self.selected: list[tuple[int, Config, bool]] = []
@@ -132,7 +134,7 @@ class Judge:
         self.baselines = SessionBaselines(self._start_reference, tuple(n for n in names if n != "expert" or problem.expert),
                                           self._identity())  # fmt: skip
         if options.timing and (candidates is None or candidates > 0):
-            self.baselines.start()  # its imports beside the first candidate's, not after its correctness
+            self.baselines.start(load=not later)  # its imports beside the first candidate's
         self.judged = 0
         if beside_others:
             self._start_as_a_step()
@@ -165,13 +167,20 @@ class Judge:
         return worker
 
     def _start_as_a_step(self) -> None:
-        """Start this session's own workers (imports, the problem's load, the launch cost's calibration)
-        as a step of the device's lease, waiting for them: another session judges here, and none of its
-        timing windows may overlap them (they are trusted workers, watched but never paused). A failure
-        is left to the first candidate, as when the start overlaps it."""
-        with contextlib.suppress(CudasmithError), self.lease.step():
-            self.baselines.ready()
-            self._start()
+        """Start this session's own workers as a step of the device's lease, waiting for them: another
+        session judges here, and none of its timing windows may overlap their work (they are trusted
+        workers, watched but never paused). On the CPU that is all of it (imports, the problem's load);
+        on a GPU only what uses the device (the CUDA contexts, the perturbation's compile): the imports
+        and the configs' description (meta tensors) go on beside the other session's windows, outside
+        the step. A failure is left to the first candidate, as when the start overlaps it."""
+        with contextlib.suppress(CudasmithError):
+            if self.options.on_gpu:
+                self.oracle.wait_described()
+                self.baselines.imported()
+            with self.lease.step():
+                self.oracle.send_load()
+                self.baselines.ready()  # asks for its load first, if it has not yet
+                self._start()
 
     def _start(self) -> None:
         """Finish starting the session (once, whichever candidate asks first): the problem loaded and
