@@ -272,6 +272,8 @@ class Runner:
                 console.print(
                     f"[session] {event['name']}: {result.status} ({result.seconds:.1f} s) {result.reason[:120]}"
                 )
+                for note in event.get("shared") or []:
+                    console.print(f"[session] {event['name']}: {note[:200]}")
 
         rc, _, err, _ = run_process(command, env, deadline - time.monotonic(), on_event)
         if rc is None:
@@ -330,6 +332,12 @@ def child_session(args: argparse.Namespace, emit: Callable[..., None], factory: 
                     reason=verdict.reason[:300],
                     speedup=verdict.speedup,
                     wall_s=verdict.wall_s,
+                    # A window timed again, or a speedup withheld: which process shared the device.
+                    shared=[
+                        n
+                        for n in getattr(verdict, "notes", [])
+                        if "timed again" in n or "another process ran" in n
+                    ],
                 )
 
 
