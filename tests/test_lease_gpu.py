@@ -7,6 +7,8 @@ and GPU work beside its own timed calls, in another process, gives it no speedup
 
 from __future__ import annotations
 
+import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -111,3 +113,32 @@ def test_gpu_work_beside_a_candidates_own_timed_calls_gives_it_no_speedup(
     assert verdict.status == Status.CORRECT, verdict.reason
     assert verdict.speedup is None and not verdict.timing.exclusive, verdict.timing
     assert any("no speedup reported: another process ran" in note for note in verdict.notes), verdict.notes
+
+
+def test_a_session_opened_beside_another_makes_its_cuda_contexts_between_the_others_windows(
+    tmp_path: Path,
+) -> None:
+    """A second session opens while the first times its candidates: its judge's and baseline workers make
+    their imports and describe the configs beside the first's windows, and their CUDA contexts inside a
+    step of the shared lease, so no window of the first is shared with them (NVML would see it) or timed
+    again for them."""
+    _nvml()
+    paths = []
+    for index in range(4):
+        paths.append(tmp_path / f"vector_add_{index}.py")
+        shutil.copy(SOLUTIONS / "vector_add_cuda.py", paths[-1])
+    with Judge(task=TASK, options=TIMED, candidates=len(paths)) as first, ThreadPoolExecutor(1) as other:
+        judging = other.submit(lambda: list(first.judge_many(paths)))
+        while not first.lease.holds and not judging.done():  # until the first session times
+            time.sleep(0.05)
+        with Judge(task="level1/relu", options=TIMED, candidates=1) as second:
+            assert second.lease is first.lease
+            assert second._started and second.oracle._loaded is not None, (
+                "started, in a step, before it returns"
+            )
+        verdicts = judging.result()
+    for verdict in verdicts:
+        assert verdict.status == Status.CORRECT, verdict.reason
+        assert verdict.timing.exclusive and verdict.timing.exclusive_verified, verdict.timing
+    retimed = [note for verdict in verdicts for note in verdict.notes if "timed again" in note]
+    assert not retimed, retimed
