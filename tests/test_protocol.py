@@ -13,7 +13,7 @@ from cudasmith.harness import protocol
 
 def test_tensors_of_every_wire_dtype_round_trip() -> None:
     sender, receiver = Pipe()
-    tensors = [torch.randn(3, 5).to(getattr(torch, name)) for name in protocol.WIRE_DTYPES]
+    tensors = [torch.randn(3, 5).to(getattr(torch, name)) for name in protocol.WIRE_DTYPE_NAMES]
     tensors.append(torch.empty(0, 4))
     tensors.append(torch.tensor(2.5))
     protocol.send(sender, {"ok": True, "note": "x"}, tensors)

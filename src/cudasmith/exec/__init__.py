@@ -3,15 +3,29 @@ on CPUs; in this process (`local`) or as Ray actors and tasks (`ray`). See base.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudasmith.errors import UsageError
-from cudasmith.exec.base import Executor, ExecutorStats, LaneStats
 from cudasmith.exec.jobs import Job, ProblemRef
-from cudasmith.exec.lane import JudgeFactory
+
+if TYPE_CHECKING:
+    from cudasmith.exec.base import Executor, ExecutorStats, LaneStats
+    from cudasmith.exec.lane import JudgeFactory
 
 EXECUTORS = ("local", "ray")
+# Imported when first asked for: the executors bring the judge session, and with it torch, which a
+# process that only sends builds ahead (exec.ahead, exec.prebuild) does without until it judges.
+_LAZY = {"Executor": "base", "ExecutorStats": "base", "LaneStats": "base"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "EXECUTORS",

@@ -57,6 +57,10 @@ from cudasmith.harness.returned import ReturnMarker, unsynchronised
 from cudasmith.harness.tamper import Snapshot, describe, modes_left, shadowed
 from cudasmith.harness.transfer import Exporter
 from cudasmith.harness.verdict import Status
+
+# The C runtime a solution may call (compile_c), loaded before any solution as the rest of the harness
+# is, so that the tamper snapshot holds its functions: the package loads it only when asked for it.
+from cudasmith.runtime import cpu as runtime_cpu  # noqa: F401
 from cudasmith.runtime import nvcc_phases
 from cudasmith.runtime.cache import BUILD_DIR_ENV, extension_root
 from cudasmith.tasks import perturb

@@ -33,7 +33,6 @@ from cudasmith.harness.messages import (
 )
 from cudasmith.harness.scratch import Scratch
 from cudasmith.harness.supervisor import PARENT_ENV
-from cudasmith.harness.transfer import sweep_shared
 from cudasmith.harness.verdict import Status
 from cudasmith.harness.wire import JsonObject, MalformedMessage, to_wire
 from cudasmith.runtime import seal
@@ -409,6 +408,9 @@ class WorkerProcess:
             self.process.wait()
         self._status_thread.join(timeout=1.0)
         self.stray = sweep(self.token)
+        # Here, not at the top: transfer imports torch, which a process that only builds ahead never needs.
+        from cudasmith.harness.transfer import sweep_shared
+
         sweep_shared(self.token)
         self.requests.close()
         self.replies.close()

@@ -8,28 +8,33 @@ from __future__ import annotations
 
 import json
 import math
+from functools import cache
 from multiprocessing import BufferTooShort
 from multiprocessing.connection import Connection
-
-import torch
+from typing import TYPE_CHECKING
 
 from cudasmith.harness.wire import JsonObject
 
-# dtypes a tensor may have on the wire; anything else is refused.
-WIRE_DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "int64": torch.int64,
-    "int32": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-    "complex64": torch.complex64,
-    "complex128": torch.complex128,
-}
+if TYPE_CHECKING:
+    import torch
+
+# The dtypes a tensor may have on the wire, by name ('float32' for torch.float32); anything else is
+# refused. Names, not torch's dtypes: a process that only starts workers and reads their JSON (a build
+# ahead) never imports torch for them (wire_dtypes() makes the map where tensors travel).
+WIRE_DTYPE_NAMES = (
+    "float64",
+    "float32",
+    "float16",
+    "bfloat16",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+    "complex64",
+    "complex128",
+)
 # A header is small (configs, timings, reasons); a bigger one is a protocol violation.
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 # One message's tensors together; outputs larger than this are refused rather than buffered.
@@ -38,6 +43,14 @@ MAX_TENSOR_BYTES = 32 * 1024**3
 
 class ProtocolError(Exception):
     """The other side sent something that is not a well-formed message."""
+
+
+@cache
+def wire_dtypes() -> dict[str, torch.dtype]:
+    """torch's dtype of each name in WIRE_DTYPE_NAMES."""
+    import torch
+
+    return {name: getattr(torch, name) for name in WIRE_DTYPE_NAMES}
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -52,6 +65,8 @@ def tensor_spec(tensor: torch.Tensor) -> JsonObject:
 
 def send(conn: Connection, header: JsonObject, tensors: list[torch.Tensor] = ()) -> None:
     """Send one message; tensors may live on any device (they are copied to host memory first)."""
+    import torch
+
     payloads = []
     specs = []
     for tensor in tensors:
@@ -64,7 +79,9 @@ def send(conn: Connection, header: JsonObject, tensors: list[torch.Tensor] = ())
 
 
 def _expected_bytes(spec: JsonObject) -> tuple[torch.dtype, list[int], int]:
-    dtype = WIRE_DTYPES.get(spec.get("dtype"))  # type: ignore[arg-type]
+    import torch
+
+    dtype = wire_dtypes().get(spec.get("dtype"))  # type: ignore[arg-type]
     shape = spec.get("shape")
     if dtype is None:
         raise ProtocolError(f"tensor dtype {spec.get('dtype')!r} is not allowed on the wire")
@@ -97,8 +114,13 @@ def receive(conn: Connection) -> tuple[JsonObject, list[torch.Tensor]]:
             ) from None
         if received != nbytes:
             raise ProtocolError(f"a tensor announced {nbytes} bytes and carried {received}")
-        if nbytes:
-            tensors.append(torch.frombuffer(buffer, dtype=torch.uint8).view(dtype).reshape(shape))
-        else:
-            tensors.append(torch.empty(shape, dtype=dtype))
+        tensors.append(_tensor(buffer, dtype, shape))
     return header, tensors
+
+
+def _tensor(buffer: bytearray, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
+    import torch
+
+    if buffer:
+        return torch.frombuffer(buffer, dtype=torch.uint8).view(dtype).reshape(shape)
+    return torch.empty(shape, dtype=dtype)

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from cudasmith.harness.messages import OutputRef
-from cudasmith.harness.protocol import WIRE_DTYPES, dtype_name
+from cudasmith.harness.protocol import dtype_name, wire_dtypes
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "cudasmith-"
@@ -111,7 +111,7 @@ def shared_memory_available() -> bool:
 
 
 def _expected_bytes(reference: OutputRef) -> tuple[torch.dtype, list[int], int]:
-    dtype = WIRE_DTYPES.get(reference.dtype)
+    dtype = wire_dtypes().get(reference.dtype)
     shape = reference.shape
     if dtype is None:
         raise TransferError(f"output dtype {reference.dtype!r} is not allowed")

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import CompileError, CudasmithError, KernelLaunchError, NoGpuError
-from cudasmith.runtime.args import pack_arguments
 from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
 from cudasmith.runtime.compiled import Compiled, ProcessCache
 from cudasmith.runtime.signature import parse_signature
@@ -96,7 +95,11 @@ def device_arch(device: int | None = None) -> str:
         raise NoGpuError(
             f"no CUDA GPU is visible; pass arch='sm_90a' (or set {ARCH_ENV}) to compile without one"
         )
-    major, minor = torch.cuda.get_device_capability(device)
+    return arch_name(*torch.cuda.get_device_capability(device))
+
+
+def arch_name(major: int, minor: int) -> str:
+    """The NVRTC target of compute capability major.minor (9, 0: sm_90a)."""
     return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
 
 
@@ -203,6 +206,10 @@ class CudaKernel(Compiled):
     ) -> None:
         """Launch on `stream` (default: PyTorch's current stream of the current device); returns at once."""
         import torch
+
+        # Here, like torch: this module is imported where no kernel is launched (a process that sends
+        # builds ahead reads its target) without importing torch, which args.py needs.
+        from cudasmith.runtime.args import pack_arguments
 
         driver, _ = _bindings()
         device_index = torch.cuda.current_device()

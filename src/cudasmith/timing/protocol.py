@@ -27,12 +27,16 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cudasmith.errors import CudasmithError
-from cudasmith.timing.clock import perf_counter as _perf_counter
+
+# time.perf_counter as it was when this module was imported, as clock.py captures it (the worker imports
+# both before any solution): this module needs no more of clock.py, whose CUDA references import torch.
+_perf_counter = time.perf_counter
 
 # Warm-up: at least this many calls (and at least one per input set) and this much time before the
 # first sample, so compilation, autotuning, lazy initialisation and clock ramp-up stay out of the numbers.
