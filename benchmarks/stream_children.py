@@ -152,33 +152,44 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
     """Each task's stream in a session of its own, the sessions side by side on the GPU (they share its
     timing lease) with at most K candidates in flight among them all, their builds sent ahead before the
     first session starts: while one task's queue waits for an extension's build, the other's candidates
-    are judged, as two searches on one GPU would be."""
-    from cudasmith.exec import ahead as builds_ahead
+    are judged, as two searches on one GPU would be. The builds go before this process imports torch
+    (ProblemRef.from_file), as `cudasmith eval` of several solutions sends them."""
     from cudasmith.exec.ahead import BuildsAhead
+    from cudasmith.exec.jobs import ProblemRef
+
+    options = _options(args)
+    by_task: dict[str, list[str]] = {}
+    for name in args.names:
+        by_task.setdefault(str(Path(name).parent), []).append(name)
+    pools: dict[str, Any] = {}
+    early = hasattr(ProblemRef, "from_file")  # a checkout from before it loads each problem first
+    if early:
+        from cudasmith.tasks.problem import task_path
+
+        for task, names in by_task.items():  # a search queues its builds as its candidates come: all at once
+            pools[task] = BuildsAhead(ProblemRef.from_file(task_path(task), task), options)
+            pools[task].start([args.candidates / name for name in names])
+
+    from cudasmith.exec import ahead as builds_ahead
     from cudasmith.harness.session import Judge, resolve_problem
 
     # A checkout from before judged_as_done gives its verdicts in order: numbered here.
     judged = getattr(builds_ahead, "judged_as_done", None) or (
         lambda judge, paths, ahead: enumerate(builds_ahead.judge_built_ahead(judge, paths, ahead=ahead))
     )
-
-    options = _options(args)
+    problems = {task: resolve_problem(task) for task in by_task}
+    for task, names in by_task.items():
+        if not early:
+            pools[task] = BuildsAhead(problems[task], options)
+            pools[task].start([args.candidates / name for name in names])
     k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1
     in_flight = FairGate(k)  # K is the GPU's, whichever task a candidate is of
-    by_task: dict[str, list[str]] = {}
-    for name in args.names:
-        by_task.setdefault(str(Path(name).parent), []).append(name)
-    pools = {}
-    for task, names in by_task.items():  # a search queues its candidates' builds as they come: all at once
-        problem = resolve_problem(task)
-        pools[task] = (problem, BuildsAhead(problem, options))
-        pools[task][1].start([args.candidates / name for name in names])
 
     began = time.perf_counter()  # the phases' clock, the same for every task
     emit(event="clock", at=time.monotonic())  # the parent's clock too: what the child's start cost
 
     def one_task(task: str, names: list[str]) -> None:
-        problem, ahead = pools[task]
+        problem, ahead = problems[task], pools[task]
         paths = [args.candidates / name for name in names]
         started, done = time.perf_counter(), set[int]()
         phases = Phases(emit, began, args.candidates)
@@ -215,7 +226,7 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
         for thread in threads:
             thread.join()
     finally:
-        for _, ahead in pools.values():
+        for ahead in pools.values():
             ahead.close()
         _mark(emit, began, "child", "builds ahead closed")
 

@@ -194,7 +194,7 @@ def test_only_a_head_start_build_gives_the_cpu_to_the_judged_workers_first(
     given: dict[str, dict[str, str]] = {}
 
     def fake_build_ahead(
-        problem: Any, solution: Path, env: dict[str, str], timeout_s: float
+        problem_file: Path, solution: Path, env: dict[str, str], timeout_s: float
     ) -> tuple[bool, str]:
         given[solution.name] = env
         return True, ""

@@ -31,6 +31,22 @@ def device_name(device: str) -> str:
     return f"{cpu_name()} ({os.cpu_count()} cores)"
 
 
+def driver_gpu_count() -> int | None:
+    """How many GPUs the CUDA driver sees (0 where there is no driver or it fails); None without
+    cuda-python, where only torch can tell."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return None
+    try:
+        if int(driver.cuInit(0)[0]) != 0:
+            return 0
+        error, count = driver.cuDeviceGetCount()
+        return int(count) if int(error) == 0 else 0
+    except Exception:  # a driver library that does not load
+        return 0
+
+
 def driver_attributes(index: int, wanted: Mapping[str, str]) -> dict[str, int]:
     """What the CUDA driver says of GPU `index`: each of `wanted` (our key: a CU_DEVICE_ATTRIBUTE_ name) it
     answers; empty without cuda-python or a driver. Torch does not report these."""

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem, solution_files
 from cudasmith.commands.judging import JudgeFlags, judging
 from cudasmith.commands.options import FromOption, JsonOption, ProblemOption, TaskOption
+from cudasmith.errors import CudasmithError
+
+if TYPE_CHECKING:
+    from cudasmith.exec.ahead import BuildsAhead
 
 
 @judging
@@ -44,19 +49,28 @@ def eval_command(
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
     from cudasmith.exec.ahead import judge_built_ahead
+
+    files = solution_files(solutions)
+    # The builds go before this process imports torch (seconds): the problem's file as read, the device
+    # as named or as the CUDA driver tells. Used once both are known to be the judge's.
+    early = _early_builds(task, problem, from_dir, judge.device, files)
+
     from cudasmith.harness.session import Judge
     from cudasmith.report.progress import judge_progress
     from cudasmith.report.verdict_table import print_summary, print_verdict
 
-    loaded = pick_problem(None, task, problem, from_dir)
-    files = solution_files(solutions)
-    options = judge.options()
-    verdicts = []
-    with (
-        judge_progress(bar=not as_json) as progress,
-        Judge(loaded, options, progress, candidates=len(files)) as session,
-    ):
-        for verdict in judge_built_ahead(session, files):
+    with contextlib.ExitStack() as owned:
+        if early is not None:
+            owned.callback(early.close)
+        loaded = pick_problem(None, task, problem, from_dir)
+        options = judge.options()
+        ahead = early if early is not None and early.serves(loaded, options) else None
+        if early is not None and ahead is None:  # made for another problem file or device: dropped
+            early.close()
+        verdicts = []
+        progress = owned.enter_context(judge_progress(bar=not as_json))
+        session = owned.enter_context(Judge(loaded, options, progress, candidates=len(files)))
+        for verdict in judge_built_ahead(session, files, ahead=ahead):
             verdicts.append(verdict)
             if as_json:
                 indent = 2 if len(files) == 1 else None
@@ -67,3 +81,22 @@ def eval_command(
     if not as_json and len(verdicts) > 1:
         print_summary(verdicts)
     raise typer.Exit(EXIT_CORRECT if verdicts and all(v.correct for v in verdicts) else EXIT_VERDICT)
+
+
+def _early_builds(
+    task: str | None, problem: Path | None, from_dir: Path | None, device: str | None, files: list[Path]
+) -> BuildsAhead | None:
+    """Builds sent before the problem is loaded: for a built-in task or a problem file (a task of a
+    --from folder is found by loading it), where the device can be told without torch. None otherwise,
+    or where the names are bad: loading the problem then says what is wrong."""
+    from cudasmith.exec.ahead import builds_before_loading
+    from cudasmith.tasks.problem import task_path
+
+    if from_dir is not None or (task is None) == (problem is None):
+        return None
+    try:
+        if problem is not None:
+            return builds_before_loading(problem, None, device, files) if problem.is_file() else None
+        return builds_before_loading(task_path(task), task, device, files)
+    except (CudasmithError, OSError):
+        return None

@@ -26,8 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudasmith.exec.jobs import Job, ProblemRef
-from cudasmith.exec.local import build_target, default_build_workers
-from cudasmith.exec.prebuild import BuildResult, build, needs_build, slow_build
+from cudasmith.exec.prebuild import (
+    BuildResult,
+    build,
+    build_target,
+    default_build_workers,
+    device_before_torch,
+    needs_build,
+    slow_build,
+)
 from cudasmith.wording import plural
 
 if TYPE_CHECKING:
@@ -52,9 +59,12 @@ class BuildsAhead:
     to judge them. The pool's threads are daemons: a build nobody waits for any more ends with the
     process (its sandboxed worker dies with its parent)."""
 
-    def __init__(self, problem: Problem, options: EvalOptions, workers: int | None = None) -> None:
-        """`workers`: builds at once (default: the cores a lane leaves, see exec.local)."""
-        self.problem = ProblemRef.of(problem)
+    def __init__(
+        self, problem: Problem | ProblemRef, options: EvalOptions, workers: int | None = None
+    ) -> None:
+        """`problem`: loaded, or only read (ProblemRef.from_file: the builds start before the process
+        imports torch); `workers`: builds at once (default: the cores a lane leaves, see exec.prebuild)."""
+        self.problem = problem if isinstance(problem, ProblemRef) else ProblemRef.of(problem)
         self.options = options
         self.target = build_target([options.device])
         self.workers = default_build_workers(1) if workers is None else workers
@@ -91,6 +101,11 @@ class BuildsAhead:
             thread = threading.Thread(target=self._serve, name="cudasmith-build-ahead", daemon=True)
             self._threads.append(thread)
             thread.start()
+
+    def serves(self, problem: Problem, options: EvalOptions) -> bool:
+        """Whether these builds are the ones `problem`'s judge session on `options.device` would want: sent
+        before the problem was loaded, they were made for the file read then and the device guessed then."""
+        return self.problem == ProblemRef.of(problem) and self.target == build_target([options.device])
 
     def _serve(self) -> None:
         while True:
@@ -140,6 +155,24 @@ class BuildsAhead:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def builds_before_loading(
+    problem_file: Path, name: str | None, device: str | None, solutions: Sequence[Path]
+) -> BuildsAhead | None:
+    """Send the builds of `solutions` before the problem is loaded and torch imported (seconds on a GPU
+    machine, while an extension build takes tens): the problem as read from `problem_file` under `name`
+    (None: the file's stem), the device as named, or guessed (exec.prebuild.device_before_torch). None
+    where the device cannot be told yet. The caller checks `serves()` once the problem is loaded and the
+    options resolved, and closes the pool."""
+    guessed = device_before_torch(device)
+    if guessed is None:
+        return None
+    from cudasmith.harness.options import EvalOptions
+
+    ahead = BuildsAhead(ProblemRef.from_file(problem_file, name), EvalOptions(device=guessed))
+    ahead.start(solutions)
+    return ahead
 
 
 def judge_built_ahead(

@@ -24,18 +24,29 @@ class ProblemRef:
     def of(cls, problem: Problem) -> ProblemRef:
         return cls(problem.name, str(problem.path), problem.source)
 
+    @classmethod
+    def from_file(cls, path: str | Path, name: str | None = None) -> ProblemRef:
+        """A problem file as it travels, read but not imported (nothing of torch): what `of` gives for the
+        problem loaded from that file under that name (load_problem's default name is the file's stem)."""
+        path = Path(path)
+        return cls(name or path.stem, str(path), path.read_text())
+
     @cached_property
     def source_hash(self) -> str:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
-    def load(self, scratch: Path) -> Problem:
-        """The problem: from its own file where that is here and unchanged, else from a copy in `scratch`."""
+    def file(self, scratch: Path) -> Path:
+        """The problem's file: its own where that is here and unchanged, else a copy in `scratch`."""
         path = Path(self.path)
         if not (path.is_file() and path.read_text(errors="replace") == self.source):
             path = scratch / "problems" / self.source_hash / Path(self.path).name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(self.source)
-        return load_problem(path, name=self.name)
+        return path
+
+    def load(self, scratch: Path) -> Problem:
+        """The problem, loaded from `file(scratch)`."""
+        return load_problem(self.file(scratch), name=self.name)
 
 
 @dataclass(frozen=True)

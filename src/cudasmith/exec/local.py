@@ -16,15 +16,11 @@ from cudasmith.exec.base import Executor
 from cudasmith.exec.jobs import Job
 from cudasmith.exec.lane import JudgeFactory, Lane
 from cudasmith.exec.nvml import BusySampler
-from cudasmith.exec.prebuild import BuildResult, build
+from cudasmith.exec.prebuild import BuildResult, build, build_target, default_build_workers
 from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.process import visible_gpu
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import Verdict
-
-# Cores left to the lanes' own workers (launching, timing, comparing) before any goes to builds.
-CORES_PER_LANE = 2
-MAX_BUILD_WORKERS = 8
 
 
 def lane_devices(device: str, gpus: str | None = None) -> list[str]:
@@ -57,25 +53,6 @@ def lane_devices(device: str, gpus: str | None = None) -> list[str]:
     if any(i < 0 or i >= count for i in indices) or len(set(indices)) != len(indices):
         raise UsageError(f"--gpus {gpus}: this machine has GPUs 0 to {count - 1}, each named once")
     return [f"cuda:{i}" for i in indices]
-
-
-def default_build_workers(lanes: int) -> int:
-    """Build workers: the cores the lanes leave, at most MAX_BUILD_WORKERS, at least one."""
-    spare = (os.cpu_count() or 2) - CORES_PER_LANE * lanes
-    return max(1, min(MAX_BUILD_WORKERS, spare))
-
-
-def build_target(devices: list[str]) -> str | None:
-    """The NVRTC target builds are made for: the lanes' GPUs' (None on the CPU); mixed GPUs build
-    nothing ahead, since one build would serve only some lanes."""
-    if devices[0] == "cpu":
-        return None
-    from cudasmith.runtime.cuda import device_arch
-
-    targets = {device_arch(int(d.partition(":")[2] or 0)) for d in devices}
-    if len(targets) != 1:
-        raise UsageError(f"the GPUs differ ({', '.join(sorted(targets))}); give --gpus of one kind")
-    return targets.pop()
 
 
 class LocalLane:

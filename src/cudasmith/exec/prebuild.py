@@ -14,10 +14,12 @@ itself.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudasmith.errors import UsageError
 from cudasmith.exec.jobs import Job
 
 # What a solution's source says when its import may compile something worth building ahead.
@@ -31,6 +33,14 @@ BUILD_TIMEOUT_S = 300.0
 # fraction of a second, and the build worker's own start costs seconds of CPU): it takes the cores the
 # judged workers leave. An extension build, which its solution waits for, runs at the judge's niceness.
 HEAD_START_NICE = 10
+# Cores left to the lanes' own workers (launching, timing, comparing) before any goes to builds.
+CORES_PER_LANE = 2
+MAX_BUILD_WORKERS = 8
+# What the CUDA driver calls a GPU's compute capability.
+CAPABILITY_ATTRIBUTES = {
+    "major": "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
+    "minor": "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,50 @@ class BuildResult:
     ok: bool
     seconds: float
     reason: str = ""
+
+
+def default_build_workers(lanes: int) -> int:
+    """Build workers: the cores the lanes leave, at most MAX_BUILD_WORKERS, at least one."""
+    spare = (os.cpu_count() or 2) - CORES_PER_LANE * lanes
+    return max(1, min(MAX_BUILD_WORKERS, spare))
+
+
+def build_target(devices: list[str]) -> str | None:
+    """The NVRTC target builds are made for: the lanes' GPUs' (None on the CPU); mixed GPUs build
+    nothing ahead, since one build would serve only some lanes."""
+    if devices[0] == "cpu":
+        return None
+    targets = {gpu_target(int(d.partition(":")[2] or 0)) for d in devices}
+    if len(targets) != 1:
+        raise UsageError(f"the GPUs differ ({', '.join(sorted(targets))}); give --gpus of one kind")
+    return targets.pop()
+
+
+def gpu_target(index: int) -> str:
+    """GPU `index`'s NVRTC target (sm_90a), as the CUDA driver tells it where it can, so that a process
+    sends its builds ahead before it imports torch (seconds); torch's answer where the driver gives none."""
+    from cudasmith.hardware import driver_attributes
+    from cudasmith.runtime.cuda import ARCH_ENV, arch_name, device_arch
+
+    if os.environ.get(ARCH_ENV):
+        return os.environ[ARCH_ENV]
+    capability = driver_attributes(index, CAPABILITY_ATTRIBUTES)
+    if len(capability) == len(CAPABILITY_ATTRIBUTES):
+        return arch_name(capability["major"], capability["minor"])
+    return device_arch(index)
+
+
+def device_before_torch(device: str | None) -> str | None:
+    """The device a command's judge will use, as known before torch is imported: the one named; else
+    'cuda' where the CUDA driver sees a GPU, 'cpu' where it sees none; None where only torch can tell
+    (no cuda-python). A guess: builds sent for it are checked against the device the judge resolves
+    (BuildsAhead.serves)."""
+    if device is not None:
+        return device
+    from cudasmith.hardware import driver_gpu_count
+
+    count = driver_gpu_count()
+    return None if count is None else "cuda" if count else "cpu"
 
 
 def needs_build(source: str) -> bool:
@@ -73,7 +127,8 @@ def build(job: Job, scratch: Path, target: str | None, timeout_s: float = BUILD_
     from cudasmith.harness.builds import build_ahead
 
     started = time.monotonic()
-    problem = job.problem.load(scratch)
+    # The problem's file, not the problem: loading it here would import torch before the worker starts.
+    problem_file = job.problem.file(scratch)
     env = build_environment(target, head_start=not slow_build(job.source))
-    ok, reason = build_ahead(problem, job.solution_file(scratch), env, timeout_s)
+    ok, reason = build_ahead(problem_file, job.solution_file(scratch), env, timeout_s)
     return BuildResult(ok, round(time.monotonic() - started, 3), reason)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from cudasmith.harness.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.tasks.problem import Problem
 
 # Calls that build kernels, by the last part of their dotted name.
 BUILD_CALLS = frozenset(
@@ -65,11 +64,15 @@ def lazy_build(source: str) -> str | None:
     return None
 
 
-def build_ahead(problem: Problem, solution: Path, env: dict[str, str], timeout_s: float) -> tuple[bool, str]:
+def build_ahead(
+    problem_file: Path, solution: Path, env: dict[str, str], timeout_s: float
+) -> tuple[bool, str]:
     """Import a solution in a sandboxed candidate worker on the CPU (supervisor, memory limit, no network,
     the audit hook; `env` says which GPU to build for), so that what its import compiles lands in the
-    build cache for its judged worker: whether it went, and why not."""
-    setup = WorkerSetup("candidate", str(problem.path), "cpu", True, problem.tolerance)
+    build cache for its judged worker: whether it went, and why not. The worker loads the problem from
+    `problem_file` itself; this process need not (a candidate worker compares nothing, so it is told no
+    tolerance)."""
+    setup = WorkerSetup("candidate", str(problem_file), "cpu", True)
     worker = WorkerProcess(setup, env=env)
     try:
         request = LoadSolution(str(solution.resolve()), "all")
