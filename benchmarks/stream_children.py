@@ -164,10 +164,10 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
     pools: dict[str, Any] = {}
     early = hasattr(ProblemRef, "from_file")  # a checkout from before it loads each problem first
     if early:
-        from cudasmith.tasks.problem import task_path
+        from cudasmith.tasks.lookup import find_problem_file
 
         for task, names in by_task.items():  # a search queues its builds as its candidates come: all at once
-            pools[task] = BuildsAhead(ProblemRef.from_file(task_path(task), task), options)
+            pools[task] = BuildsAhead(ProblemRef.from_file(*find_problem_file(task)), options)
             pools[task].start([args.candidates / name for name in names])
 
     from cudasmith.exec import ahead as builds_ahead

@@ -159,12 +159,35 @@ def test_eval_sends_early_only_for_a_task_or_problem_file_it_can_read(tmp_path: 
     solution = tmp_path / "s.py"
     solution.write_text("import torch\n")  # nothing to build: the pool starts no worker
     assert _early_builds("level1/nope", None, None, "cpu", [solution]) is None
-    assert _early_builds("level1/softmax", None, tmp_path, "cpu", [solution]) is None
+    assert _early_builds("level1/softmax", None, tmp_path, "cpu", [solution]) is None  # not in the folder
     assert _early_builds(None, tmp_path / "missing.py", None, "cpu", [solution]) is None
-    for task, problem in (("level1/softmax", None), (None, PROBLEMS / "add_small.py")):
-        pool = _early_builds(task, problem, None, "cpu", [solution])
-        assert pool is not None and pool.target is None
+    assert _early_builds("level1/softmax", PROBLEMS / "add_small.py", None, "cpu", [solution]) is None
+    (tmp_path / "suite" / "level1").mkdir(parents=True)
+    (tmp_path / "suite" / "level1" / "add.py").write_text((PROBLEMS / "add_small.py").read_text())
+    for task, problem, folder in (
+        ("level1/softmax", None, None),
+        (None, PROBLEMS / "add_small.py", None),
+        ("level1/add", None, tmp_path / "suite"),
+    ):
+        pool = _early_builds(task, problem, folder, "cpu", [solution])
+        assert pool is not None and pool.target is None, (task, problem, folder)
         pool.close()
+
+
+@pytest.mark.parametrize(
+    ("task", "problem", "folder"),
+    [("level1/softmax", None, None), (None, "add_small.py", None), ("level1/add", None, "suite")],
+)
+def test_a_problem_file_found_without_loading_is_the_one_find_problem_loads(
+    task: str | None, problem: str | None, folder: str | None, tmp_path: Path
+) -> None:
+    from cudasmith.tasks.lookup import find_problem, find_problem_file
+
+    (tmp_path / "suite" / "level1").mkdir(parents=True)
+    (tmp_path / "suite" / "level1" / "add.py").write_text((PROBLEMS / "add_small.py").read_text())
+    given = (task, problem and PROBLEMS / problem, folder and tmp_path / folder)
+    loaded = find_problem(*given)
+    assert ProblemRef.from_file(*find_problem_file(*given)) == ProblemRef.of(loaded)
 
 
 def test_the_runtime_loads_what_a_solution_imports_only_when_asked() -> None:

@@ -86,17 +86,13 @@ def eval_command(
 def _early_builds(
     task: str | None, problem: Path | None, from_dir: Path | None, device: str | None, files: list[Path]
 ) -> BuildsAhead | None:
-    """Builds sent before the problem is loaded: for a built-in task or a problem file (a task of a
-    --from folder is found by loading it), where the device can be told without torch. None otherwise,
-    or where the names are bad: loading the problem then says what is wrong."""
+    """Builds sent before the problem is loaded, where its file and the device can be told without torch;
+    None otherwise, or where the names are bad (loading the problem then says what is wrong)."""
     from cudasmith.exec.ahead import builds_before_loading
-    from cudasmith.tasks.problem import task_path
+    from cudasmith.tasks.lookup import find_problem_file
 
-    if from_dir is not None or (task is None) == (problem is None):
-        return None
     try:
-        if problem is not None:
-            return builds_before_loading(problem, None, device, files) if problem.is_file() else None
-        return builds_before_loading(task_path(task), task, device, files)
+        problem_file, name = find_problem_file(task, problem, from_dir)
+        return builds_before_loading(problem_file, name, device, files) if problem_file.is_file() else None
     except (CudasmithError, OSError):
         return None
