@@ -159,8 +159,8 @@ def test_a_build_worker_and_the_judged_worker_build_for_the_same_targets(
     from cudasmith.exec.prebuild import build_environment
     from cudasmith.harness.candidate import set_build_environment
     from cudasmith.runtime import nvcc_phases
+    from cudasmith.runtime.arch import ARCH_ENV
     from cudasmith.runtime.cache import BUILD_DIR_ENV
-    from cudasmith.runtime.cuda import ARCH_ENV
 
     for name in ("TORCH_EXTENSIONS_DIR", BUILD_DIR_ENV, "TRITON_CACHE_DIR"):
         monkeypatch.setenv(name, str(tmp_path / name))

@@ -16,7 +16,7 @@ from cudasmith.errors import UsageError
 from cudasmith.exec import ahead, prebuild
 from cudasmith.exec.jobs import ProblemRef
 from cudasmith.harness.options import EvalOptions
-from cudasmith.runtime import cuda as runtime_cuda
+from cudasmith.runtime import arch
 from cudasmith.tasks.problem import load_problem, load_task, task_path
 
 from conftest import PROBLEMS, SOLUTIONS
@@ -31,7 +31,7 @@ TORCH_FREE = (
     "cudasmith.harness.options",
     "cudasmith.harness.process",
     "cudasmith.runtime",
-    "cudasmith.runtime.cuda",
+    "cudasmith.runtime.arch",
 )
 
 # Sends the builds of the files named on the command line for level1/vector_add on the CPU, and says
@@ -111,22 +111,22 @@ def test_builds_sent_early_are_used_only_for_the_problem_and_device_they_were_ma
 
 
 def test_a_gpu_target_comes_from_the_driver_or_else_from_torch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(runtime_cuda.ARCH_ENV, raising=False)
-    monkeypatch.setattr(runtime_cuda, "device_arch", lambda index: f"from torch, GPU {index}")
+    monkeypatch.delenv(arch.ARCH_ENV, raising=False)
+    monkeypatch.setattr(arch, "device_arch", lambda index: f"from torch, GPU {index}")
     answers = {"major": 9, "minor": 0}
     monkeypatch.setattr(hardware, "driver_attributes", lambda index, wanted: dict(answers))
-    assert prebuild.gpu_target(0) == "sm_90a"
+    assert arch.gpu_target(0) == "sm_90a"
     answers.update(major=8, minor=6)
     assert prebuild.build_target(["cuda:1"]) == "sm_86"
     answers.clear()  # no cuda-python, or a driver that does not answer
-    assert prebuild.gpu_target(1) == "from torch, GPU 1"
-    monkeypatch.setenv(runtime_cuda.ARCH_ENV, "sm_100a")
-    assert prebuild.gpu_target(0) == "sm_100a"
+    assert arch.gpu_target(1) == "from torch, GPU 1"
+    monkeypatch.setenv(arch.ARCH_ENV, "sm_100a")
+    assert arch.gpu_target(0) == "sm_100a"
     assert prebuild.build_target(["cpu"]) is None
 
 
 def test_mixed_gpus_build_nothing_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(runtime_cuda.ARCH_ENV, raising=False)
+    monkeypatch.delenv(arch.ARCH_ENV, raising=False)
     capability = {0: {"major": 9, "minor": 0}, 1: {"major": 8, "minor": 0}}
     monkeypatch.setattr(hardware, "driver_attributes", lambda index, wanted: capability[index])
     with pytest.raises(UsageError, match="the GPUs differ"):

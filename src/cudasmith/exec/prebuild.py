@@ -36,11 +36,6 @@ HEAD_START_NICE = 10
 # Cores left to the lanes' own workers (launching, timing, comparing) before any goes to builds.
 CORES_PER_LANE = 2
 MAX_BUILD_WORKERS = 8
-# What the CUDA driver calls a GPU's compute capability.
-CAPABILITY_ATTRIBUTES = {
-    "major": "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
-    "minor": "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
-}
 
 
 @dataclass(frozen=True)
@@ -63,24 +58,12 @@ def build_target(devices: list[str]) -> str | None:
     nothing ahead, since one build would serve only some lanes."""
     if devices[0] == "cpu":
         return None
+    from cudasmith.runtime.arch import gpu_target
+
     targets = {gpu_target(int(d.partition(":")[2] or 0)) for d in devices}
     if len(targets) != 1:
         raise UsageError(f"the GPUs differ ({', '.join(sorted(targets))}); give --gpus of one kind")
     return targets.pop()
-
-
-def gpu_target(index: int) -> str:
-    """GPU `index`'s NVRTC target (sm_90a), as the CUDA driver tells it where it can, so that a process
-    sends its builds ahead before it imports torch (seconds); torch's answer where the driver gives none."""
-    from cudasmith.hardware import driver_attributes
-    from cudasmith.runtime.cuda import ARCH_ENV, arch_name, device_arch
-
-    if os.environ.get(ARCH_ENV):
-        return os.environ[ARCH_ENV]
-    capability = driver_attributes(index, CAPABILITY_ATTRIBUTES)
-    if len(capability) == len(CAPABILITY_ATTRIBUTES):
-        return arch_name(capability["major"], capability["minor"])
-    return device_arch(index)
 
 
 def device_before_torch(device: str | None) -> str | None:
@@ -110,7 +93,7 @@ def build_environment(target: str | None, head_start: bool = False) -> dict[str,
     """A build worker's variables: no GPU, the GPU target the judged worker will compile for, and for a
     build that is only a head start, the niceness that leaves the CPU to the judged workers first."""
     from cudasmith.harness.supervisor import NICE_ENV
-    from cudasmith.runtime.cuda import ARCH_ENV, torch_arch_list
+    from cudasmith.runtime.arch import ARCH_ENV, torch_arch_list
 
     env = {"CUDA_VISIBLE_DEVICES": ""}
     if head_start:

@@ -49,7 +49,7 @@ class LaneActor:
         """The NVRTC target of this lane's GPU (builds are made for it), None on the CPU."""
         if self.lane.device == "cpu":
             return None
-        from cudasmith.runtime.cuda import device_arch
+        from cudasmith.runtime.arch import device_arch
 
         return device_arch()
 

@@ -101,7 +101,7 @@ def _stop(observation: Observation) -> tuple[Any, ...] | None:
 def set_build_environment(solution: Path, device: str) -> None:
     """Where and for what the solution's kernels are built: its own folder of the build cache (see
     extension_root), for the targets the user named or else this GPU's, as its build worker did
-    (runtime.cuda.torch_arch_list). A sandboxed worker may write into that folder alone from now on."""
+    (runtime.arch.torch_arch_list). A sandboxed worker may write into that folder alone from now on."""
     source = solution.read_text(errors="replace")
     folder = extension_root(source, os.environ.get("TORCH_EXTENSIONS_DIR"))
     os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
@@ -112,7 +112,7 @@ def set_build_environment(solution: Path, device: str) -> None:
     # the user named an nvcc: the same in the build worker and the judged worker, or ninja builds again
     os.environ.setdefault("PYTORCH_NVCC", nvcc_phases.command())
     if device.startswith("cuda"):
-        from cudasmith.runtime.cuda import device_arch, torch_arch_list
+        from cudasmith.runtime.arch import device_arch, torch_arch_list
 
         os.environ["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(device_arch())
 

@@ -28,7 +28,8 @@ class ReturnMarker:
         """Compiled (NVRTC) and launched once while the worker is prepared, before any solution. Its name is
         drawn per worker, so a solution cannot launch a decoy of it; it is kept out of the runtime's
         registry and disk cache (no file per worker, and no claim to it as a kernel of the solution's)."""
-        from cudasmith.runtime.cuda import CudaKernel, _nvrtc_compile, device_arch
+        from cudasmith.runtime.arch import device_arch
+        from cudasmith.runtime.cuda import CudaKernel, _nvrtc_compile
 
         self.name = f"cudasmith_returned_{clock.fresh_seed():x}"
         arch = device_arch()

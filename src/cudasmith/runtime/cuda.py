@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudasmith.errors import CompileError, CudasmithError, KernelLaunchError, NoGpuError
+from cudasmith.errors import CompileError, CudasmithError, KernelLaunchError
+from cudasmith.runtime.arch import device_arch
+from cudasmith.runtime.args import pack_arguments
 from cudasmith.runtime.cache import artifact_trusted, cache_dir, content_key, seal_artifact, write_atomically
 from cudasmith.runtime.compiled import Compiled, ProcessCache
 from cudasmith.runtime.signature import parse_signature
@@ -43,8 +45,6 @@ PRELUDE = """#ifndef INFINITY
 #endif
 #line 1 "kernel.cu"
 """
-# Compile for this target instead of the current GPU's (e.g. sm_90a): cross-compiling, or CI without a GPU.
-ARCH_ENV = "CUDASMITH_CUDA_ARCH"
 
 
 def _bindings() -> tuple[Any, Any]:
@@ -83,35 +83,6 @@ def include_dirs() -> list[str]:
         if root and (Path(root) / "include" / "cuda_fp16.h").is_file():
             found.append(str(Path(root) / "include"))
     return list(dict.fromkeys(found))
-
-
-def device_arch(device: int | None = None) -> str:
-    """The NVRTC target of a GPU: sm_XY, with the 'a' suffix (wgmma, setmaxnreg…) from Hopper on."""
-    import torch
-
-    if os.environ.get(ARCH_ENV):
-        return os.environ[ARCH_ENV]
-    if not torch.cuda.is_available():
-        raise NoGpuError(
-            f"no CUDA GPU is visible; pass arch='sm_90a' (or set {ARCH_ENV}) to compile without one"
-        )
-    return arch_name(*torch.cuda.get_device_capability(device))
-
-
-def arch_name(major: int, minor: int) -> str:
-    """The NVRTC target of compute capability major.minor (9, 0: sm_90a)."""
-    return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
-
-
-def torch_arch_list(arch: str) -> str:
-    """TORCH_CUDA_ARCH_LIST for an NVRTC target (sm_90a: 9.0), where the user set none: the user's own
-    otherwise. A build made without the GPU (a build worker) and one made beside it (the judged worker)
-    must use the same flags, or torch's build system builds again: on the H100 a user's `9.0a` against
-    a build worker's `9.0` built every load_inline solution twice."""
-    if os.environ.get("TORCH_CUDA_ARCH_LIST"):
-        return os.environ["TORCH_CUDA_ARCH_LIST"]
-    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
-    return f"{digits[:-1]}.{digits[-1]}"
 
 
 def _nvrtc_version() -> str:
@@ -206,10 +177,6 @@ class CudaKernel(Compiled):
     ) -> None:
         """Launch on `stream` (default: PyTorch's current stream of the current device); returns at once."""
         import torch
-
-        # Here, like torch: this module is imported where no kernel is launched (a process that sends
-        # builds ahead reads its target) without importing torch, which args.py needs.
-        from cudasmith.runtime.args import pack_arguments
 
         driver, _ = _bindings()
         device_index = torch.cuda.current_device()
