@@ -178,8 +178,8 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
         lambda judge, paths, ahead: enumerate(builds_ahead.judge_built_ahead(judge, paths, ahead=ahead))
     )
     problems = {task: resolve_problem(task) for task in by_task}
-    for task, names in by_task.items():
-        if not early:
+    if not early:
+        for task, names in by_task.items():
             pools[task] = BuildsAhead(problems[task], options)
             pools[task].start([args.candidates / name for name in names])
     k = options.candidates_in_flight() if hasattr(options, "candidates_in_flight") else 1

@@ -6,8 +6,7 @@ The public API is what this module exports. Attributes load on first use, so tha
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from cudasmith.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -38,9 +37,4 @@ _EXPORTS = {
     "load_peaks": "cudasmith.device",
 }
 __all__ = [*_EXPORTS, "__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'cudasmith' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -64,13 +64,13 @@ def eval_command(
             owned.callback(early.close)
         loaded = pick_problem(None, task, problem, from_dir)
         options = judge.options()
-        ahead = early if early is not None and early.serves(loaded, options) else None
-        if early is not None and ahead is None:  # made for another problem file or device: dropped
+        if early is not None and not early.serves(loaded, options):  # another file or device: dropped
             early.close()
+            early = None
         verdicts = []
         progress = owned.enter_context(judge_progress(bar=not as_json))
         session = owned.enter_context(Judge(loaded, options, progress, candidates=len(files)))
-        for verdict in judge_built_ahead(session, files, ahead=ahead):
+        for verdict in judge_built_ahead(session, files, ahead=early):
             verdicts.append(verdict)
             if as_json:
                 indent = 2 if len(files) == 1 else None

@@ -3,12 +3,12 @@ on CPUs; in this process (`local`) or as Ray actors and tasks (`ray`). See base.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from cudasmith.errors import UsageError
 from cudasmith.exec.jobs import Job, ProblemRef
+from cudasmith.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cudasmith.exec.base import Executor, ExecutorStats, LaneStats
@@ -17,14 +17,10 @@ if TYPE_CHECKING:
 EXECUTORS = ("local", "ray")
 # Imported when first asked for: the executors bring the judge session, and with it torch, which a
 # process that only sends builds ahead (exec.ahead, exec.prebuild) does without until it judges.
-_LAZY = {"Executor": "base", "ExecutorStats": "base", "LaneStats": "base"}
-
-
-def __getattr__(name: str) -> Any:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = lazy_exports(
+    __name__,
+    {name: "cudasmith.exec.base" for name in ("Executor", "ExecutorStats", "LaneStats")},
+)
 
 
 __all__ = [

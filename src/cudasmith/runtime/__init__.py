@@ -9,19 +9,23 @@ Tensors become pointers; scalars are typed from the kernel's own parameter list.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cudasmith.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cudasmith.runtime.cpu import CFunction, compile_c
     from cudasmith.runtime.cuda import CudaKernel, compile_cuda
 
 __all__ = ["CFunction", "CudaKernel", "compile_c", "compile_cuda"]
-_HOMES = {"CFunction": "cpu", "compile_c": "cpu", "CudaKernel": "cuda", "compile_cuda": "cuda"}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+# Loaded when first asked for: a process that only reads a GPU's target (runtime.arch) or starts workers
+# imports none of torch through this package.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "CFunction": "cudasmith.runtime.cpu",
+        "compile_c": "cudasmith.runtime.cpu",
+        "CudaKernel": "cudasmith.runtime.cuda",
+        "compile_cuda": "cudasmith.runtime.cuda",
+    },
+)
