@@ -226,9 +226,24 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
         for thread in threads:
             thread.join()
     finally:
+        for task, names in by_task.items():
+            _extension_builds(emit, pools.get(task), task, [args.candidates / name for name in names])
         for ahead in pools.values():
             ahead.close()
         _mark(emit, began, "child", "builds ahead closed")
+
+
+def _extension_builds(emit: Emit, ahead: Any, task: str, paths: list[Path]) -> None:
+    """How long each extension build ahead of `task`'s candidates took, from its worker's start to its
+    end (a build that did not end says nothing): their candidates wait for them, so the longest is a
+    floor under the row's wall time."""
+    from cudasmith.exec.prebuild import slow_build
+
+    results = getattr(ahead, "results", {})
+    for path in paths:
+        source = path.read_text(errors="replace")
+        if slow_build(source) and (result := results.get(source)) is not None:
+            emit(event="build", task=task, name=path.name, seconds=result.seconds, ok=result.ok)
 
 
 def _mark(emit: Emit, began: float, who: str, what: str) -> None:

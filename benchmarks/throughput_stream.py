@@ -18,8 +18,10 @@ Steps, each row printed as soon as it is done, all within --budget-s (shares by 
 Per row: candidates judged, wall seconds, candidates per GPU-minute (over the row's wall time, session
 start included) and its ratio to KernelBench's, GPU busy (NVML), the warm median seconds per candidate
 (each candidate's time from its start to its verdict, the first of each task left out), and whether its
-verdicts are the ones expected and the same as K = 1's. Where this checkout has no `in_flight` option,
-the K rows and the check say so in one line and run as they can.
+verdicts are the ones expected and the same as K = 1's. A session row's line also says how long each
+extension build ahead took, from its worker's start: their candidates wait for them, so the longest is a
+floor under the row's wall time (on the H100, nvcc over PyTorch's headers). Where this checkout has no
+`in_flight` option, the K rows and the check say so in one line and run as they can.
 """
 
 from __future__ import annotations
@@ -109,6 +111,8 @@ class Row:
     retimed: dict[str, list[str]] = field(default_factory=dict)
     # Per candidate, each timed config's measurement: median, samples, stop, warmup_s, sampling_s, records_s.
     configs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The extension builds sent ahead (load_inline and the like): task, candidate, seconds, whether it went.
+    builds: list[dict[str, Any]] = field(default_factory=list)
 
     def config_costs(self) -> dict[str, Any]:
         """What timing one config of a candidate costs, as medians over the row: the whole step as the
@@ -162,6 +166,7 @@ class Row:
             "no_verdict": self.unfinished(),
             "phases": self.phases,
             "marks": self.marks,
+            "extension_builds": self.builds,
             **self.ends(),
             "config_costs": self.config_costs(),
         }
@@ -216,6 +221,8 @@ def run_session_row(
             row.phases.setdefault(event["name"], []).append((event["t"], event["what"]))
         elif event["event"] == "mark":
             row.marks.append((event["t"], event["who"], event["what"]))
+        elif event["event"] == "build":
+            row.builds.append({key: event[key] for key in ("task", "name", "seconds", "ok")})
         elif event["event"] == "clock":  # the phases' clock started: CLOCK_MONOTONIC, as this process's
             row.clock_at_s = event["at"] - began
         elif event["event"] == "setup":
@@ -332,6 +339,14 @@ def _vs_kernelbench(summary: dict[str, Any], document: dict[str, Any]) -> str:
     return _fmt(ratio, ".2f", "x") + mark
 
 
+def build_line(builds: list[dict[str, Any]]) -> str:
+    """The extension builds sent ahead, as a clause of a row's line: their candidates wait for them."""
+    if not builds:
+        return ""
+    each = ", ".join(f"{b['seconds']:.1f} s" + ("" if b["ok"] else " (failed)") for b in builds)
+    return f"; extension builds ahead took {each} (sent at the child's start; their candidates wait for them)"
+
+
 def row_line(row: Row, document: dict[str, Any]) -> str:
     """A row as one line, printed as soon as the row is done."""
     s = document["rows"][row.approach.name]
@@ -351,6 +366,7 @@ def row_line(row: Row, document: dict[str, Any]) -> str:
             else ""
         )
         + config_cost_line(s["config_costs"])
+        + build_line(s.get("extension_builds") or [])
         + (
             f"; the child's start took {s['child_start_s']:.1f} s, its exit {_fmt(s['child_exit_s'], '.1f', ' s')}"
             if s.get("child_start_s") is not None

@@ -445,3 +445,37 @@ def test_the_interference_child_times_the_honest_kernel_alone_and_in_flight(
     ]
     found = importlib.import_module("throughput_stream").compare_times(honest[:2], honest[2:])
     assert len(found["delta_pct"]) == len(honest[0]["times_ms"])
+
+
+def test_a_stream_row_says_how_long_its_extension_builds_took(
+    scripts: SimpleNamespace, tmp_path: Path
+) -> None:
+    """The child reports each extension build ahead that ended (their candidates wait for them: the
+    longest is a floor under the row's wall time), not the NVRTC head starts; the row's line says them."""
+    import stream_children
+
+    from cudasmith.exec.prebuild import BuildResult
+
+    extension = tmp_path / "inline.py"
+    extension.write_text((SOLUTIONS / "vector_add_load_inline.py").read_text())
+    unfinished = tmp_path / "inline_again.py"
+    unfinished.write_text("# another\n" + extension.read_text())
+    nvrtc = tmp_path / "nvrtc.py"
+    nvrtc.write_text("from cudasmith.runtime import compile_cuda  # a head start\n")
+    ahead = SimpleNamespace(
+        results={
+            extension.read_text(): BuildResult(True, 47.46),
+            nvrtc.read_text(): BuildResult(True, 4.0),
+        }
+    )
+    events: list[dict[str, Any]] = []
+    paths = [extension, unfinished, nvrtc]
+    stream_children._extension_builds(lambda **event: events.append(event), ahead, "level1/vector_add", paths)
+    assert events == [
+        {"event": "build", "task": "level1/vector_add", "name": "inline.py", "seconds": 47.46, "ok": True}
+    ]
+    stream_children._extension_builds(lambda **event: events.append(event), None, "t", [extension])
+    assert len(events) == 1, "a checkout without builds ahead reports none"
+    line = scripts.stream.build_line([events[0], {**events[0], "seconds": 3.0, "ok": False}])
+    assert "extension builds ahead took 47.5 s, 3.0 s (failed)" in line
+    assert scripts.stream.build_line([]) == ""
