@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType, FrameType, FunctionType
 from typing import Any
 
 # Events refused when the code asking is the candidate's (directly, or through a helper that hands
@@ -55,6 +55,8 @@ CALLER_EVENTS = {
     "gc.get_referents": "scavenging live objects (gc.get_referents)",
 }
 FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
+# A function's state that decides what calling it runs: candidate code may change its own functions' only.
+FUNCTION_STATE = {"__code__", "__defaults__", "__kwdefaults__"}
 # Standard-library functions that hand frames to their caller: a frame asked for through one of them is
 # asked for by whoever called it. (Functions that only format frames, such as traceback.print_exc, are
 # not among them: they return text.)
@@ -342,6 +344,11 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
         elif event == "object.__getattr__":
             if len(args) > 1 and args[1] in FRAME_ATTRIBUTES and caller_is_candidate(asking()):
                 refuse(f"reading a frame through .{args[1]}")
+        elif event in ("object.__setattr__", "object.__delattr__"):
+            if len(args) > 1 and args[1] in FUNCTION_STATE and type(args[0]) is FunctionType:
+                code = args[0].__code__
+                if origin_of(code) != "candidate" and caller_is_candidate(asking()):
+                    refuse(f"changing the {args[1]} of the judge's or a library's function ({code.co_name})")
         elif event == "ctypes.dlsym":
             symbol = str(args[1]) if len(args) > 1 else ""
             interpreter = symbol.startswith(("Py", "_Py")) and not symbol.startswith(C_API_ALLOWED)

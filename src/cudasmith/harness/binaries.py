@@ -50,21 +50,24 @@ DEVICE_FACTS = re.compile(
     r"|12device_count|14current_device)"
 )
 _OPS = re.compile(r"^_ZNK?2at4_ops(\d+)")
+# A line of /proc/self/maps that names what is mapped: the address range, four fields (permissions,
+# offset, device, inode), then the path.
+_MAPS_LINE = re.compile(r"^(\S+)(?:[ \t]+\S+){4}[ \t]+(\S[^\n]*)$", re.M)
 
 
 def mapped_binaries() -> dict[str, str]:
     """Every shared object mapped into this process, however it was loaded (load_inline's extensions are
     imported without an entry in sys.modules; a library may be mapped from memory, or its file deleted),
     with the address range of one of its mappings."""
-    found: dict[str, str] = {}
     try:
         with open("/proc/self/maps") as maps:
-            for line in maps:
-                fields = line.split(None, 5)
-                if ".so" in line and len(fields) == 6:
-                    found.setdefault(fields[5].strip(), fields[0])
+            text = maps.read()
     except OSError:
-        pass
+        return {}
+    found: dict[str, str] = {}
+    for line in _MAPS_LINE.finditer(text):  # the candidate worker reads it after every call: one pass in C
+        if ".so" in line[0]:
+            found.setdefault(line[2].strip(), line[1])
     return found
 
 

@@ -54,7 +54,7 @@ from cudasmith.harness.observe import KernelAudit, OpAudit, OwnKernels, audit_ke
 from cudasmith.harness.poison import poison_free_gpu_memory
 from cudasmith.harness.recording import EVERY_THREAD, Observation, RecordingLost
 from cudasmith.harness.returned import ReturnMarker, unsynchronised
-from cudasmith.harness.tamper import Snapshot, describe, modes_left, shadowed
+from cudasmith.harness.tamper import Snapshot, describe, modes_left, pin_methods, shadowed
 from cudasmith.harness.transfer import Exporter
 from cudasmith.harness.verdict import Status
 
@@ -168,6 +168,8 @@ class Candidate:
             Release: lambda request: self.release(),
             Finish: lambda request: self.finish(),
         }
+        # Before any solution: what the worker calls on itself is what its class holds now (tamper.py).
+        pin_methods(self)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -206,6 +208,7 @@ class Candidate:
             roots = audit.trusted_roots((self.problem_path,), origin)
             self.own = OwnKernels(audit.Origins(*roots), self.solution_path.read_text(errors="replace"))
             self.binaries = CandidateBinaries(audit.Origins(*roots))
+            pin_methods(self.binaries)
             self.first_violation = _with_file_rules(self.findings.first_violation, audit.Origins(*roots))
         try:
             self.solution = load_module(self.solution_path, "solution")

@@ -12,12 +12,20 @@ cannot intercept a lookup), reads types with `type()`, compares by identity, and
 dicts whose keys are all plain strings (a key of another type could compare equal to a name and run its
 `__eq__`). Threads are known by their idents: the judge's own reference to threading's registry, and the
 interpreter's list of threads running Python (a raw `_thread` thread is in the second only).
+
+Nor can candidate code redirect the check. Its methods are pinned on the objects that run it (pin_methods):
+replacing a function on the class (`Snapshot.tampered`, the worker's `check`) changes nothing the judge
+calls. What the comparison calls (`type`, `map`, `operator.is_`…) was bound when this module was imported,
+as default values: a module's name replaced (`operator.is_`, a builtin) is not what the check calls, and
+it is reported like any other. A function's code or default values are not the candidate's to change
+(audit.py refuses it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import operator
 import signal
 import sys
@@ -33,6 +41,7 @@ import torch
 WATCHED_MODULES = (
     "builtins", "torch", "torch.cuda", "torch.testing", "torch._C", "torch._C._autograd", "torch._C._profiler",
     "torch.autograd.profiler", "time", "os", "json", "mmap", "math", "pathlib", "contextlib", "signal",
+    "operator", "itertools",
 )  # fmt: skip
 # Classes watched whole, with their bases (no entry replaced, none added: a new entry would shadow a base's):
 # the methods the judge calls on tensors, the profiler's and its records' readers, paths, no_grad.
@@ -55,9 +64,20 @@ HARNESS_PACKAGES = (
 _MISSING = object()
 
 
-def _only_names(namespace: Any) -> bool:
+def _only_names(namespace: Any, _set: Any = set, _map: Any = map, _type: Any = type) -> bool:
     """Whether every key is a plain str (then a lookup by name compares strings only)."""
-    return set(map(type, namespace)) <= {str}
+    return _set(_map(_type, namespace)) <= {str}
+
+
+def pin_methods(instance: Any) -> None:
+    """Give `instance` its class's functions as its own bound methods: a call through the instance then runs
+    what the class held now, whatever candidate code later puts on the class. The judge's objects that
+    check, and the worker's own, are pinned before the solution is imported."""
+    own = vars(instance)
+    for cls in type(instance).__mro__[:-1]:
+        for name, value in list(vars(cls).items()):
+            if type(value) is FunctionType and not name.startswith("__") and name not in own:
+                own[name] = value.__get__(instance)
 
 
 def _harness_modules() -> list[tuple[str, ModuleType]]:
@@ -68,6 +88,28 @@ def _harness_modules() -> list[tuple[str, ModuleType]]:
         if isinstance(module, ModuleType) and real_name.startswith(HARNESS_PACKAGES):
             found.append((name, module))
     return found
+
+
+_TORCH_DIR = str(Path(torch.__file__).parent) + "/"
+
+
+def _rewrapped_by_torch(
+    new: Any,
+    old: Any,
+    _type: Any = type,
+    _only: Any = _only_names,
+    _function: Any = FunctionType,
+    _str: Any = str,
+    _torch_dir: str = _TORCH_DIR,
+) -> bool:
+    """Whether `new` is PyTorch's own wrapper of `old` (importing torch._dynamo wraps torch.manual_seed), read
+    through the function type's slots only."""
+    if _type(new) is not _function or not _only(new.__dict__):
+        return False
+    if new.__dict__.get("__wrapped__", None) is not old:
+        return False
+    filename = new.__code__.co_filename
+    return _type(filename) is _str and filename.startswith(_torch_dir)
 
 
 class Watched:
@@ -87,38 +129,50 @@ class Watched:
         self.keys = tuple(kept)
         self.values = tuple(kept.values())
         self.size = len(self.namespace)
+        # The kept names' values in one lookup each, made in C (a check runs after every timed call).
+        self._lookup = operator.itemgetter(*self.keys) if len(self.keys) > 1 else None
+        pin_methods(self)
 
-    def changes(self) -> list[str]:
+    def changes(
+        self,
+        _type: Any = type,
+        _only: Any = _only_names,
+        _all: Any = all,
+        _map: Any = map,
+        _is: Any = operator.is_,
+        _len: Any = len,
+        _sorted: Any = sorted,
+        _set: Any = set,
+        _zip: Any = zip,
+        _rewrapped: Any = _rewrapped_by_torch,
+    ) -> list[str]:
         """What changed: the owner's class, a key that is not a name, an entry replaced or (whole) added."""
-        if type(self.owner) is not self.owner_type:
+        if _type(self.owner) is not self.owner_type:
             return [f"{self.label}.__class__"]
-        if not _only_names(self.namespace):
+        if not _only(self.namespace):
             return [f"{self.label} (a key that is not a name)"]
-        now = list(map(self.namespace.get, self.keys, [_MISSING] * len(self.keys)))
-        if all(map(operator.is_, now, self.values)):
-            if self.whole and len(self.namespace) != self.size:
-                added = sorted(set(self.namespace) - set(self.keys))
+        now = self._now()
+        if _all(_map(_is, now, self.values)):
+            if self.whole and _len(self.namespace) != self.size:
+                added = _sorted(_set(self.namespace) - _set(self.keys))
                 return [f"{self.label}.{added[0] if added else '?'}"]
             return []
         return [
             f"{self.label}.{key}"
-            for key, old, new in zip(self.keys, self.values, now, strict=True)
-            if new is not old and not _rewrapped_by_torch(new, old)
+            for key, old, new in _zip(self.keys, self.values, now, strict=True)
+            if new is not old and not _rewrapped(new, old)
         ]
 
-
-def _rewrapped_by_torch(new: Any, old: Any) -> bool:
-    """Whether `new` is PyTorch's own wrapper of `old` (importing torch._dynamo wraps torch.manual_seed), read
-    through the function type's slots only."""
-    if type(new) is not FunctionType or not _only_names(new.__dict__):
-        return False
-    if new.__dict__.get("__wrapped__", None) is not old:
-        return False
-    filename = new.__code__.co_filename
-    return type(filename) is str and filename.startswith(_TORCH_DIR)
-
-
-_TORCH_DIR = str(Path(torch.__file__).parent) + "/"
+    def _now(
+        self, _tuple: Any = tuple, _map: Any = map, _repeat: Any = itertools.repeat, _missing: Any = _MISSING
+    ) -> tuple[Any, ...]:
+        """The kept names' values now (_MISSING for a name gone), looked up in a dict of names only."""
+        if self._lookup is not None:
+            try:
+                return self._lookup(self.namespace)
+            except KeyError:  # a name is gone: the lookups one by one say which
+                pass
+        return _tuple(_map(self.namespace.get, self.keys, _repeat(_missing)))
 
 
 def _watched() -> list[Watched]:
@@ -150,6 +204,9 @@ class Snapshot:
         self._running_python = sys._current_frames
         self.threads = self._thread_idents()
         self.signals = {number: signal.getsignal(number) for number in signal.valid_signals()}
+        # Each namespace's comparison, bound now: the check calls these, not what the class holds later.
+        self._changes = tuple(watched.changes for watched in self.watched)
+        pin_methods(self)
 
     def _thread_idents(self) -> set[int]:
         """Threading's registered threads and every thread running Python code (raw `_thread` ones too).
@@ -157,12 +214,12 @@ class Snapshot:
         keys = [*dict.keys(self._active), *self._running_python()]
         return {key if type(key) is int else -1 for key in keys}
 
-    def tampered(self) -> list[str]:
+    def tampered(self, _only: Any = _only_names, _by_origin: Any = WATCHED_BY_ORIGIN) -> list[str]:
         """Names now bound to other objects than at the snapshot (fast enough to run after every call)."""
-        changed = [label for watched in self.watched for label in watched.changes()]
-        if not _only_names(self._modules):
+        changed = [label for changes in self._changes for label in changes()]
+        if not _only(self._modules):
             return [*changed, "sys.modules (a key that is not a name)"]
-        for module, attribute, package in WATCHED_BY_ORIGIN:
+        for module, attribute, package in _by_origin:
             loaded = self._modules.get(module)
             if loaded is not None and not self._defined_in(loaded, attribute, package):
                 changed.append(f"{module}.{attribute}")
