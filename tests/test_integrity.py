@@ -199,3 +199,17 @@ def test_a_cached_kernel_changed_on_disk_is_compiled_again() -> None:
     cpu._compiled.clear()
     again = cpu.compile_c(source, "add_one")
     assert not again.from_cache and again.library_path.read_bytes() != b"planted"
+
+
+def test_a_pinned_object_runs_what_its_class_held_when_it_was_pinned() -> None:
+    from cudasmith.harness.tamper import pin_methods
+
+    class Checker:
+        def check(self) -> str:
+            return "the judge's"
+
+    checker = Checker()
+    pin_methods(checker)
+    Checker.check = lambda self: "the candidate's"  # type: ignore[method-assign]
+    assert checker.check() == "the judge's"
+    assert Checker().check() == "the candidate's", "an object made afterwards is not pinned"

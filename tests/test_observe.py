@@ -6,7 +6,12 @@ import subprocess
 from pathlib import Path
 
 from cudasmith.harness.audit import Origins, trusted_roots
-from cudasmith.harness.binaries import below_dispatcher, torch_below_dispatcher
+from cudasmith.harness.binaries import (
+    below_dispatcher,
+    mapped_binaries,
+    shared_objects,
+    torch_below_dispatcher,
+)
 from cudasmith.harness.observe import OwnKernels, audit_kernels, audit_ops, demangle
 from cudasmith.harness.recording import CpuEvent
 from cudasmith.timing.activity import Activity
@@ -109,3 +114,23 @@ def test_pytorch_below_the_dispatcher_is_named_unless_the_binary_defines_it(tmp_
     library = tmp_path / "lib.so"
     subprocess.run(["gcc", "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
     assert torch_below_dispatcher(library.read_bytes()) == ["_ZN2at3cpu6mm_outERNS_6TensorERKS1_S4_"]
+
+
+def test_the_shared_objects_mapped_are_read_from_the_maps_text() -> None:
+    maps = (
+        "7f00-7f10 r-xp 00000000 08:01 123   /usr/lib/libc.so.6\n"
+        "7f10-7f20 r--p 00010000 08:01 123   /usr/lib/libc.so.6\n"
+        "7f20-7f30 rw-p 00000000 00:00 0 \n"
+        "7f30-7f40 r-xp 00000000 08:01 456   /tmp/a folder/ext.so (deleted)\n"
+        "7f40-7f50 r-xp 00000000 00:01 789   /memfd:kernel.so (deleted)\n"
+        "7f50-7f60 r-xp 00000000 08:01 999   /usr/bin/python3.12\n"
+        "7f60-7f70 rw-p 00000000 00:00 0   [heap]\n"
+    )
+    assert shared_objects(maps) == {
+        "/usr/lib/libc.so.6": "7f00-7f10",
+        "/tmp/a folder/ext.so (deleted)": "7f30-7f40",
+        "/memfd:kernel.so (deleted)": "7f40-7f50",
+    }
+    # This process's own: libraries torch loaded are among them, each with an address range.
+    mapped = mapped_binaries()
+    assert any("torch" in path for path in mapped) and all("-" in span for span in mapped.values())

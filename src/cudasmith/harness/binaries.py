@@ -61,11 +61,16 @@ def mapped_binaries() -> dict[str, str]:
     with the address range of one of its mappings."""
     try:
         with open("/proc/self/maps") as maps:
-            text = maps.read()
+            return shared_objects(maps.read())
     except OSError:
         return {}
+
+
+def shared_objects(maps: str) -> dict[str, str]:
+    """The paths in /proc/self/maps's text that name a shared object, each with its first address range
+    (the candidate worker reads them after every call: one pass in C, not a split per line)."""
     found: dict[str, str] = {}
-    for line in _MAPS_LINE.finditer(text):  # the candidate worker reads it after every call: one pass in C
+    for line in _MAPS_LINE.finditer(maps):
         if ".so" in line[0]:
             found.setdefault(line[2].strip(), line[1])
     return found
