@@ -160,7 +160,9 @@ def test_refinement_prompt_shows_parent_verdict_and_mismatch() -> None:
     )
     assert solution.read_text().strip() in prompt.user
     assert "Verdict: **incorrect**" in prompt.user
-    assert "Mismatch on config 0" in prompt.user and "first wrong values: at [0, 0] expected" in prompt.user
+    # The first wrong value is where the drawn inputs put it: a small one can sit within the tolerance.
+    assert "Mismatch on config 0" in prompt.user
+    assert re.search(r"first wrong values: at \[\d+, \d+\] expected", prompt.user), prompt.user
     assert "It computes a wrong answer" in prompt.user
     assert "<<<<<<< SEARCH" in prompt.user
     assert "| 0 | " in prompt.user, "the per-config table"
