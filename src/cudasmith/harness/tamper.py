@@ -204,8 +204,6 @@ class Snapshot:
         self._running_python = sys._current_frames
         self.threads = self._thread_idents()
         self.signals = {number: signal.getsignal(number) for number in signal.valid_signals()}
-        # Each namespace's comparison, bound now: the check calls these, not what the class holds later.
-        self._changes = tuple(watched.changes for watched in self.watched)
         pin_methods(self)
 
     def _thread_idents(self) -> set[int]:
@@ -216,7 +214,8 @@ class Snapshot:
 
     def tampered(self, _only: Any = _only_names, _by_origin: Any = WATCHED_BY_ORIGIN) -> list[str]:
         """Names now bound to other objects than at the snapshot (fast enough to run after every call)."""
-        changed = [label for changes in self._changes for label in changes()]
+        # Each namespace's comparison is pinned on it (Watched.__init__): not what the class holds later.
+        changed = [label for watched in self.watched for label in watched.changes()]
         if not _only(self._modules):
             return [*changed, "sys.modules (a key that is not a name)"]
         for module, attribute, package in _by_origin:
