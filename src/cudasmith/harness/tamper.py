@@ -64,9 +64,19 @@ HARNESS_PACKAGES = (
 _MISSING = object()
 
 
-def _only_names(namespace: Any, _set: Any = set, _map: Any = map, _type: Any = type) -> bool:
-    """Whether every key is a plain str (then a lookup by name compares strings only)."""
-    return _set(_map(_type, namespace)) <= {str}
+def _only_names(
+    namespace: Any,
+    _all: Any = all,
+    _map: Any = map,
+    _type: Any = type,
+    _is: Any = operator.is_,
+    _repeat: Any = itertools.repeat,
+    _str: type = str,
+) -> bool:
+    """Whether every key is a plain str (then a lookup by name compares strings only). The keys' types are
+    compared with str by identity: gathering them in a set would hash each type, and a type's metaclass
+    may define `__hash__` and `__eq__`, the solution's code run inside the check."""
+    return _all(_map(_is, _map(_type, namespace), _repeat(_str)))
 
 
 def pin_methods(instance: Any) -> None:
