@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import subprocess
 from pathlib import Path
 
 from cudasmith.harness.audit import Origins, trusted_roots
 from cudasmith.harness.binaries import (
+    CandidateBinaries,
+    LoaderCount,
     below_dispatcher,
     mapped_binaries,
     shared_objects,
@@ -134,3 +138,40 @@ def test_the_shared_objects_mapped_are_read_from_the_maps_text() -> None:
     # This process's own: libraries torch loaded are among them, each with an address range.
     mapped = mapped_binaries()
     assert any("torch" in path for path in mapped) and all("-" in span for span in mapped.values())
+
+
+def _below_dispatcher_library(folder: Path, name: str) -> Path:
+    source = folder / f"{name}.c"
+    source.write_text(
+        "void* dlsym(void*, const char*);\n"
+        'void* find(void) { return dlsym(0, "_ZN2at3cpu6mm_outERNS_6TensorERKS1_S4_"); }\n'
+    )
+    library = folder / f"{name}.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
+    return library
+
+
+def test_a_library_loaded_after_the_check_began_is_read_at_the_next_call(tmp_path: Path) -> None:
+    """Between full checks the maps are read when the dynamic loader's counts moved: a library loaded
+    (dlopen, an extension's import) is read at the check after the call that loaded it."""
+    library = _below_dispatcher_library(tmp_path, "late")
+    binaries = CandidateBinaries(Origins(*trusted_roots()))
+    counts = LoaderCount().now()
+    assert counts is not None, "glibc keeps the loader's counts"
+    assert binaries.refused(full=False) is None
+    ctypes.CDLL(str(library))
+    assert LoaderCount().now() != counts
+    found = binaries.refused(full=False)
+    assert found is not None and found.startswith("late.so calls PyTorch's C++ below the dispatcher"), found
+
+
+def test_a_library_mapped_without_the_loader_is_read_at_the_full_check(tmp_path: Path) -> None:
+    """A file mapped with mmap moves no count of the loader: the full checks (after forward, after the
+    timed calls, at the end) read the maps whatever the counts say."""
+    library = _below_dispatcher_library(tmp_path, "mapped")
+    binaries = CandidateBinaries(Origins(*trusted_roots()))
+    with open(library, "rb") as file, mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ) as mapped:
+        assert mapped[:4] == b"\x7fELF"
+        assert binaries.refused(full=False) is None
+        found = binaries.refused(full=True)
+    assert found is not None and found.startswith("mapped.so calls PyTorch's C++ below the dispatcher"), found

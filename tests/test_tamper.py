@@ -4,6 +4,9 @@ last accepted stands in for the full comparison only while everything is identic
 from __future__ import annotations
 
 import json
+import pathlib
+import types
+from typing import Any
 
 from cudasmith.harness.tamper import Snapshot, _only_names
 
@@ -49,3 +52,77 @@ def test_a_key_put_into_a_watched_namespace_is_reported_and_its_code_never_runs(
         del vars(json)[key]
     assert ran == []
     assert snapshot.tampered() == []
+
+
+def test_the_accepted_state_stands_in_only_while_everything_is_identical() -> None:
+    snapshot = Snapshot()
+    assert snapshot.accepted.holds() and snapshot.tampered() == []
+    original = json.dumps
+    json.dumps = lambda *args, **kwargs: "{}"
+    try:
+        assert not snapshot.accepted.holds()
+        assert snapshot.tampered() == ["json.dumps"]
+        assert snapshot.tampered() == ["json.dumps"], "a replacement is not accepted by being seen once"
+    finally:
+        json.dumps = original
+    assert snapshot.accepted.holds() and snapshot.tampered() == []
+
+    # A benign change (a name that is not kept, added) is accepted once the full comparison finds nothing;
+    # a replacement after it is still measured against the snapshot.
+    json.cudasmith_test_value = 1  # type: ignore[attr-defined]
+    try:
+        assert not snapshot.accepted.holds()
+        assert snapshot.tampered() == []
+        assert snapshot.accepted.holds()
+        json.loads = lambda *args, **kwargs: {}
+        try:
+            assert snapshot.tampered() == ["json.loads"]
+        finally:
+            json.loads = original_loads
+    finally:
+        del json.cudasmith_test_value  # type: ignore[attr-defined]
+    assert snapshot.tampered() == []
+
+
+original_loads = json.loads
+
+
+def test_an_entry_added_to_a_class_watched_whole_and_a_module_given_another_class_are_reported() -> None:
+    snapshot = Snapshot()
+    pathlib.PosixPath.cudasmith_test = None  # type: ignore[attr-defined]
+    try:
+        assert snapshot.tampered() == ["pathlib.PosixPath.cudasmith_test"]
+    finally:
+        del pathlib.PosixPath.cudasmith_test  # type: ignore[attr-defined]
+    assert snapshot.tampered() == []
+
+    class Module(types.ModuleType):
+        pass
+
+    json.__class__ = Module
+    try:
+        assert snapshot.tampered() == ["json.__class__"]
+    finally:
+        json.__class__ = types.ModuleType
+    assert snapshot.tampered() == []
+
+
+def test_a_module_imported_after_the_snapshot_is_accepted_as_a_new_key_of_sys_modules() -> None:
+    import sys
+
+    snapshot = Snapshot()
+    name = "cudasmith_test_module"
+    sys.modules[name] = types.ModuleType(name)
+    try:
+        assert not snapshot.accepted.holds()
+        assert snapshot.tampered() == []
+        key: Any = _Key()
+        ran.clear()
+        sys.modules[key] = types.ModuleType("other")
+        try:
+            assert snapshot.tampered() == ["sys.modules (a key that is not a name)"]
+        finally:
+            del sys.modules[key]
+        assert ran == []
+    finally:
+        del sys.modules[name]

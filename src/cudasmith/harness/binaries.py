@@ -11,10 +11,12 @@ library's own code).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import struct
 import sys
+from typing import Any
 
 from cudasmith.harness.audit import Origins
 
@@ -53,6 +55,52 @@ _OPS = re.compile(r"^_ZNK?2at4_ops(\d+)")
 # A line of /proc/self/maps that names what is mapped: the address range, four fields (permissions,
 # offset, device, inode), then the path.
 _MAPS_LINE = re.compile(r"^(\S+)(?:[ \t]+\S+){4}[ \t]+(\S[^\n]*)$", re.M)
+
+
+class _ObjectInfo(ctypes.Structure):
+    """The head of glibc's `struct dl_phdr_info`: dlpi_adds and dlpi_subs count the shared objects the
+    dynamic loader has added and removed in this process."""
+
+    _fields_ = [
+        ("addr", ctypes.c_void_p),
+        ("name", ctypes.c_char_p),
+        ("phdr", ctypes.c_void_p),
+        ("phnum", ctypes.c_uint16),
+        ("adds", ctypes.c_ulonglong),
+        ("subs", ctypes.c_ulonglong),
+    ]
+
+
+_EACH_OBJECT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_ObjectInfo), ctypes.c_size_t, ctypes.c_void_p)
+
+
+class LoaderCount:
+    """How many shared objects the dynamic loader has added and removed so far, asked of dl_iterate_phdr
+    (a microsecond, where reading /proc/self/maps takes half a millisecond); None where the C library does not
+    keep the counts. Bound when this module is imported, before any solution is."""
+
+    def __init__(self) -> None:
+        self.last: tuple[int, int] | None = None
+        self._iterate: Any = None
+        try:
+            iterate = ctypes.CDLL(None).dl_iterate_phdr
+        except (OSError, AttributeError):
+            return
+        iterate.argtypes = [_EACH_OBJECT, ctypes.c_void_p]
+        iterate.restype = ctypes.c_int
+        self._iterate = iterate
+        self._callback = _EACH_OBJECT(self._first)
+
+    def _first(self, info: Any, size: int, _data: Any) -> int:
+        self.last = (info[0].adds, info[0].subs) if size >= ctypes.sizeof(_ObjectInfo) else None
+        return 1  # the counts come with the first object: stop there
+
+    def now(self) -> tuple[int, int] | None:
+        if self._iterate is None:
+            return None
+        self.last = None
+        self._iterate(self._callback, None)
+        return self.last
 
 
 def mapped_binaries() -> dict[str, str]:
@@ -139,18 +187,39 @@ def torch_below_dispatcher(data: bytes) -> list[str]:
 
 
 class CandidateBinaries:
-    """The candidate's binaries mapped into the worker, each read once, for PyTorch below the dispatcher."""
+    """The candidate's binaries mapped into the worker, each read once, for PyTorch below the dispatcher.
+
+    The check after a call reads /proc/self/maps when the dynamic loader's counts moved since the last
+    reading (dlopen, dlclose, an extension imported), and at every full check (after forward, after the
+    timed calls, at the end) whatever the counts say. What the counts do not see is a file mapped without
+    the loader (mmap): code run from there needs a loader of the candidate's own, which can as well place
+    the same bytes in anonymous memory, where no reading of the maps sees a path at all."""
 
     def __init__(self, origins: Origins) -> None:
         """Made before the solution is imported: what is mapped by then is not the candidate's."""
         self.origins = origins
+        self.loader = LoaderCount()
+        self.counted = self.loader.now()
         self.seen = set(mapped_binaries())
+        self.maps = ""
         self.found: str | None = None
 
-    def refused(self) -> str | None:
+    def refused(self, full: bool = True) -> str | None:
         """A reason naming the first candidate binary that calls PyTorch below the dispatcher (or that the
-        judge cannot read), or None."""
-        mapped = mapped_binaries()
+        judge cannot read), or None. Not `full`: the maps are read only if the loader's counts moved."""
+        counted = self.loader.now()
+        if not full and counted is not None and counted == self.counted:
+            return self.found
+        try:
+            with open("/proc/self/maps") as maps:
+                text = maps.read()
+        except OSError:
+            text = ""
+        self.counted = counted
+        if text == self.maps:  # nothing mapped or unmapped since the last reading
+            return self.found
+        self.maps = text
+        mapped = shared_objects(text)
         for path in sorted(mapped.keys() - self.seen):
             self.seen.add(path)
             if (

@@ -209,6 +209,7 @@ class Candidate:
             self.own = OwnKernels(audit.Origins(*roots), self.solution_path.read_text(errors="replace"))
             self.binaries = CandidateBinaries(audit.Origins(*roots))
             pin_methods(self.binaries)
+            pin_methods(self.binaries.loader)
             self.first_violation = _with_file_rules(self.findings.first_violation, audit.Origins(*roots))
         try:
             self.solution = load_module(self.solution_path, "solution")
@@ -237,7 +238,7 @@ class Candidate:
         self.check_attempts(when)
         if tampered := self.snapshot.tampered():
             raise CandidateFault(Status.REJECTED, f"{describe(tampered)} ({when})")
-        if self.binaries is not None and (below := self.binaries.refused()):
+        if self.binaries is not None and (below := self.binaries.refused(full)):
             raise CandidateFault(Status.REJECTED, f"{below} ({when})")
         if mode := modes_left():
             raise CandidateFault(Status.REJECTED, f"the solution left {mode} active ({when})")

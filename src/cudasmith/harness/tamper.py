@@ -5,7 +5,9 @@ own modules and classes; the modules and classes it calls between a candidate's 
 outputs: torch, tensors' methods, the profiler and the readers of its records, timers, files), the threads
 alive and the signal handlers. After every call of the candidate (timed calls included), before anything
 else, it checks that each name still refers to the same object: a replacement installed for a while is
-caught while it is in place, and none is ever called by the judge afterwards.
+caught while it is in place, and none is ever called by the judge afterwards. Most checks find every
+namespace identical, key by key and value by value, to the state the last full comparison accepted
+(Accepted, a few passes in C); only a difference costs the full comparison, which names it.
 
 A check never runs candidate code. It holds the namespaces' own dicts (so a module whose class was swapped
 cannot intercept a lookup), reads types with `type()`, compares by identity, and looks names up only in
@@ -203,6 +205,57 @@ def _watched() -> list[Watched]:
     return watched
 
 
+def _call(function: Any, argument: Any) -> Any:
+    return function(argument)
+
+
+_CALL = getattr(operator, "call", _call)  # in C from Python 3.11
+
+
+class Accepted:
+    """Every watched namespace as a full comparison last found it whole: its owner's type, its length, each of
+    its keys and each value kept, all by identity (sys.modules's keys too).
+
+    A check after a call first asks whether everything is still identical (holds): then the full comparison
+    would find what it found then, nothing, and it is not made. Its passes run in C and call nothing of the
+    namespaces: the keys are compared before any lookup (identical keys are the plain strings they were), and
+    each lookup is by one of them. Any difference, a benign one included (torch binding a submodule it
+    imports lazily), sends the check to the full comparison, which names what changed."""
+
+    def __init__(self, watched: list[Watched], modules: dict[str, Any]) -> None:
+        """Made right after a full comparison found nothing: no candidate code runs in between."""
+        self.owners = tuple(w.owner for w in watched)
+        self.owner_types = tuple(w.owner_type for w in watched)
+        self.namespaces = (*(w.namespace for w in watched), modules)
+        self.lengths = list(map(len, self.namespaces))
+        self.keys = tuple(itertools.chain.from_iterable(self.namespaces))
+        looked_up = [w for w in watched if w.keys]
+        self.looked_up = tuple(w.namespace for w in looked_up)
+        # The first key twice: a getter of one name would return the value itself, not a tuple of one.
+        self.getters = tuple(operator.itemgetter(*w.keys, w.keys[0]) for w in looked_up)
+        self.values = tuple(itertools.chain.from_iterable(map(_call, self.getters, self.looked_up)))
+        pin_methods(self)
+
+    def holds(
+        self,
+        _all: Any = all,
+        _map: Any = map,
+        _is: Any = operator.is_,
+        _type: Any = type,
+        _len: Any = len,
+        _list: Any = list,
+        _chain: Any = itertools.chain.from_iterable,
+        _call: Any = _CALL,
+    ) -> bool:
+        """Whether every owner's type, length, key and kept value is the one accepted."""
+        return (
+            _all(_map(_is, _map(_type, self.owners), self.owner_types))
+            and _list(_map(_len, self.namespaces)) == self.lengths  # lists of ints: compared in C
+            and _all(_map(_is, _chain(self.namespaces), self.keys))
+            and _all(_map(_is, _chain(_map(_call, self.getters, self.looked_up)), self.values))
+        )
+
+
 class Snapshot:
     """Namespaces, threads and signal handlers as they were before candidate code ran."""
 
@@ -214,6 +267,7 @@ class Snapshot:
         self._running_python = sys._current_frames
         self.threads = self._thread_idents()
         self.signals = {number: signal.getsignal(number) for number in signal.valid_signals()}
+        self.accepted = Accepted(self.watched, self._modules)
         pin_methods(self)
 
     def _thread_idents(self) -> set[int]:
@@ -222,12 +276,18 @@ class Snapshot:
         keys = [*dict.keys(self._active), *self._running_python()]
         return {key if type(key) is int else -1 for key in keys}
 
-    def tampered(self, _only: Any = _only_names, _by_origin: Any = WATCHED_BY_ORIGIN) -> list[str]:
+    def tampered(
+        self, _only: Any = _only_names, _by_origin: Any = WATCHED_BY_ORIGIN, _accepted: Any = Accepted
+    ) -> list[str]:
         """Names now bound to other objects than at the snapshot (fast enough to run after every call)."""
-        # Each namespace's comparison is pinned on it (Watched.__init__): not what the class holds later.
-        changed = [label for watched in self.watched for label in watched.changes()]
-        if not _only(self._modules):
-            return [*changed, "sys.modules (a key that is not a name)"]
+        changed: list[str] = []
+        if not self.accepted.holds():
+            # Each namespace's comparison is pinned on it (Watched.__init__): not what the class holds later.
+            changed = [label for watched in self.watched for label in watched.changes()]
+            if not _only(self._modules):
+                return [*changed, "sys.modules (a key that is not a name)"]
+            if not changed:  # a benign change (a name added, a torch wrapper): the next checks start from it
+                self.accepted = _accepted(self.watched, self._modules)
         for module, attribute, package in _by_origin:
             loaded = self._modules.get(module)
             if loaded is not None and not self._defined_in(loaded, attribute, package):
