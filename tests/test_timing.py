@@ -66,6 +66,32 @@ def test_stop_rule_keeps_sampling_noisy_calls_until_the_time_cap(monkeypatch: py
     assert capped.reason() == "max samples"
 
 
+def test_a_median_known_to_one_tick_of_a_coarse_clock_stops_the_rule() -> None:
+    """CUPTI's spans on an H100 fall on a 32 ns grid: for a 1.5 µs kernel the 0.5 % target asks for an
+    interval narrower than one tick, which more samples reach only by luck. One tick wide is enough; a
+    tick coarser than MAX_TICK_REL of the median, or gaps finer than a nanosecond, never are."""
+    tick = 32e-6  # ms
+    values = [round(v / tick) * tick for v in (1.41e-3, 1.44e-3, 1.5e-3, 1.54e-3, 1.57e-3, 1.6e-3, 1.63e-3)]
+    counts = (4, 9, 14, 16, 12, 8, 3)  # quantised spans, as an H100 gave them
+    samples = sorted(v for v, n in zip(values, counts, strict=True) for _ in range(n))
+    assert timing.clock_tick(samples) == pytest.approx(tick)
+    low, high = median_ci95(samples)
+    assert high - low == pytest.approx(tick)
+    assert median_rel_stderr(samples) > timing.TARGET_REL_STDERR
+    rule = StopRule(TimingPlan(min_sampling_s=0.0))
+    rule.judge_on(samples)
+    rule.count = len(samples)
+    assert rule.reason() == "noise target"
+
+    assert not timing.within_one_tick([1.0, 1.0, 2.0, 2.0, 2.0])  # a tick of 50 % of the median
+    assert timing.clock_tick([1.0, 1.0 + 1e-9, 1.5]) == pytest.approx(0.5)  # under a nanosecond: one tick
+    assert timing.clock_tick([1.0, 1.0 + 1e-9]) == 0.0
+    spread = StopRule(TimingPlan(min_sampling_s=0.0, max_seconds=10.0))
+    spread.judge_on([1e-3 + k * 2e-6 for k in range(60)])  # a fine clock, 12 % spread: sampling goes on
+    spread.count = 60
+    assert spread.reason() is None
+
+
 def test_plans_are_validated_and_graph_mode_needs_a_gpu() -> None:
     with pytest.raises(ValueError, match="l2_state"):
         TimingPlan(l2_state="warm")

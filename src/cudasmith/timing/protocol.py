@@ -25,6 +25,7 @@ are reproduced here in a few hundred lines.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import statistics
 import time
@@ -44,8 +45,8 @@ WARMUP_CALLS = 3
 WARMUP_MS = 50.0
 # Stop rule (nvbench's, with the median): stop once there are MIN_SAMPLES samples, at least
 # MIN_SAMPLING_S seconds of sampling and the median's relative standard error is at most
-# TARGET_REL_STDERR; or after MAX_SECONDS of sampling with at least MIN_SAMPLES_UNDER_CAP samples;
-# or at MAX_SAMPLES.
+# TARGET_REL_STDERR (or its interval is one tick of the clock wide, below); or after MAX_SECONDS of
+# sampling with at least MIN_SAMPLES_UNDER_CAP samples; or at MAX_SAMPLES.
 MIN_SAMPLES = 10
 MIN_SAMPLES_UNDER_CAP = 3
 # On a GPU the rule reads the CUPTI spans that are reported, a chunk of samples at a time (timing/spans.py):
@@ -54,6 +55,13 @@ MIN_SAMPLES_UNDER_CAP = 3
 # of a 3 µs kernel with a cold L2 on an H100) bound what such a kernel costs.
 MAX_SAMPLES = 600
 TARGET_REL_STDERR = 0.005
+# A median whose 95 % interval spans at most one tick of the clock is known as well as that clock can tell,
+# where that tick is at most MAX_TICK_REL of the median (the repeatability promised under 20 µs). On an
+# H100 the CUPTI spans of a 1.5 µs kernel fall on values 32 ns apart: an interval of one tick is 2 % wide,
+# under the 0.5 % target only when both bounds land on the same tick (243 to 600 samples, or no stop).
+# Gaps between sample values under TICK_FLOOR_MS (a nanosecond) are the arithmetic's, not a tick.
+MAX_TICK_REL = 0.03
+TICK_FLOOR_MS = 1e-6
 # The stop reason of a measurement that met the noise target (any other left its median noisier).
 NOISE_TARGET_STOP = "noise target"
 # A tenth of a second of sampling (hundreds of samples of a short kernel, ten or more of a long one) gives
@@ -121,6 +129,24 @@ def median_ci95(ordered: list[float]) -> tuple[float, float]:
     low = max(0, math.floor(n / 2 - half_width) - 1)
     high = min(n - 1, math.ceil(n / 2 + half_width))
     return ordered[low], ordered[high]
+
+
+def clock_tick(ordered: list[float]) -> float:
+    """The clock's tick as sorted samples show it: the smallest gap between two values that differ by a
+    nanosecond or more (TICK_FLOOR_MS; closer ones are the same tick); 0.0 where no two values differ."""
+    return min(
+        (high - low for low, high in itertools.pairwise(ordered) if high - low >= TICK_FLOOR_MS), default=0.0
+    )
+
+
+def within_one_tick(ordered: list[float]) -> bool:
+    """Whether the median's 95 % interval spans at most one tick of a clock that ticks (quantised samples),
+    a tick of at most MAX_TICK_REL of the median."""
+    tick = clock_tick(ordered)
+    if tick <= 0 or len(ordered) < 2 or tick > MAX_TICK_REL * statistics.median(ordered):
+        return False
+    low, high = median_ci95(ordered)
+    return high - low <= tick * (1 + 1e-6)
 
 
 def median_rel_stderr(ordered: list[float]) -> float:
@@ -209,10 +235,12 @@ class StopRule:
         self.ordered: list[float] = []
         self.count = 0
         self.started = _perf_counter()
+        self._one_tick: bool | None = None  # within_one_tick(self.ordered), once asked
 
     def add(self, sample_ms: float) -> None:
         bisect.insort(self.ordered, sample_ms)
         self.count += 1
+        self._one_tick = None
 
     def tally(self) -> None:
         """Count a sample whose reported time comes later, with its chunk."""
@@ -221,6 +249,7 @@ class StopRule:
     def judge_on(self, samples_ms: list[float]) -> None:
         """Judge the noise on these samples (every sample counted so far, as reported) from now on."""
         self.ordered = sorted(samples_ms)
+        self._one_tick = None
 
     def minimums_met(self) -> bool:
         """Enough samples and enough time for the noise target to be read at all."""
@@ -234,9 +263,16 @@ class StopRule:
             return "max samples"
         if elapsed_s >= self.plan.max_seconds and n >= MIN_SAMPLES_UNDER_CAP:
             return "time cap"
-        if self.minimums_met() and median_rel_stderr(self.ordered) <= self.plan.target_rel_stderr:
+        if self.minimums_met() and (
+            median_rel_stderr(self.ordered) <= self.plan.target_rel_stderr or self._within_one_tick()
+        ):
             return NOISE_TARGET_STOP
         return None
+
+    def _within_one_tick(self) -> bool:
+        if self._one_tick is None:
+            self._one_tick = within_one_tick(self.ordered)
+        return self._one_tick
 
 
 def warm_up(
