@@ -43,8 +43,11 @@ import torch
 WATCHED_MODULES = (
     "builtins", "torch", "torch.cuda", "torch.testing", "torch._C", "torch._C._autograd", "torch._C._profiler",
     "torch.autograd.profiler", "time", "os", "json", "mmap", "math", "pathlib", "contextlib", "signal",
-    "operator", "itertools",
+    "operator", "itertools", "ctypes",
 )  # fmt: skip
+# What the judge's own kernel launches go through (the blocker, the L2 flush, the close of a sample, the
+# return marker: cudasmith.runtime, then NVIDIA's bindings), watched where a worker has loaded them.
+WATCHED_IF_LOADED = ("cuda", "cuda.bindings", "cuda.bindings.driver", "cuda.bindings.nvrtc")
 # Classes watched whole, with their bases (no entry replaced, none added: a new entry would shadow a base's):
 # the methods the judge calls on tensors, the profiler's and its records' readers, paths, no_grad.
 WATCHED_CLASSES = (
@@ -125,9 +128,12 @@ def _rewrapped_by_torch(
 
 
 class Watched:
-    """One namespace as it was: its dict, its owner's type, and the values that must stay."""
+    """One namespace as it was: its dict, its owner's type, and the values that must stay: every value
+    (`whole`: no entry added either; `every`: the judge's own modules and classes, whose constants and
+    references decide what it does), else the callables and the modules (`torch.cuda` swapped for an object
+    of the candidate's would answer every `torch.cuda.…` the judge looks up)."""
 
-    def __init__(self, label: str, owner: Any, whole: bool) -> None:
+    def __init__(self, label: str, owner: Any, whole: bool, every: bool = False) -> None:
         self.label = label
         self.owner = owner
         self.owner_type = type(owner)
@@ -136,7 +142,7 @@ class Watched:
         kept = {
             key: value
             for key, value in list(self.namespace.items())
-            if type(key) is str and (whole or callable(value))
+            if type(key) is str and (whole or every or callable(value) or isinstance(value, ModuleType))
         }
         self.keys = tuple(kept)
         self.values = tuple(kept.values())
@@ -190,13 +196,16 @@ class Watched:
 def _watched() -> list[Watched]:
     watched = []
     for name, module in _harness_modules():
-        watched.append(Watched(name, module, whole=False))
+        watched.append(Watched(name, module, whole=False, every=True))
         for attribute, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:
-                watched.append(Watched(f"{name}.{attribute}", value, whole=False))
+                watched.append(Watched(f"{name}.{attribute}", value, whole=False, every=True))
     for name in WATCHED_MODULES:
         with contextlib.suppress(ImportError):
             watched.append(Watched(name, importlib.import_module(name), whole=False))
+    for name in WATCHED_IF_LOADED:
+        if isinstance(module := sys.modules.get(name), ModuleType):
+            watched.append(Watched(name, module, whole=False))
     for module, attribute in WATCHED_CLASSES:
         with contextlib.suppress(ImportError, AttributeError):
             cls = getattr(importlib.import_module(module), attribute)
