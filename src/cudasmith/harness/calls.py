@@ -147,7 +147,8 @@ def timing_input_sets(problem: ModuleType, spec: TimeSpec, device: str) -> list[
 
 class TimedCalls(CallHooks):
     """Around each warm-up and timed call: fresh inputs (perturb_inputs, undone afterwards), a check of the
-    worker's integrity, and the outputs of some timed calls kept for re-checking (reservoir sampling).
+    worker's integrity (`after_each`, run first once the call returns: CallHooks.called), and the outputs of
+    some timed calls kept for re-checking (reservoir sampling).
 
     The perturbation is drawn just before a call and the choice to keep its output just after it returns,
     both from the OS's entropy (clock.fresh_seed): nothing in the process, however much of it a candidate
@@ -177,9 +178,11 @@ class TimedCalls(CallHooks):
             self.current = clock.fresh_seed()
             perturb_inputs(self.input_sets[index], self.current)
 
-    def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
+    def called(self, sample: int | None) -> None:
         if self.after_each is not None:
             self.after_each(sample)
+
+    def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
         if self.perturb:
             perturb_inputs(self.input_sets[index], self.current)  # restores the inputs
         if sample is None or not kept or not self.wanted:

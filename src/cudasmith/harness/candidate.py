@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from cudasmith.errors import HarnessError
 from cudasmith.hardware import device_name
 from cudasmith.harness import audit, file_guard, sandbox
 from cudasmith.harness.binaries import CandidateBinaries
@@ -360,17 +361,21 @@ class Candidate:
         if self.device.startswith("cuda"):
             poison_free_gpu_memory(request.poison_bytes)
         observation = Observation(self.device.startswith("cuda"))
-        caller = torch.cuda.current_stream() if self.returned is not None else None
+        # The marker's launch and the check are bound now: from forward's return to the check the judge runs
+        # nothing it looks up, so a name the solution replaced and puts back when called is never called.
+        mark = self.returned.bound(torch.cuda.current_stream()) if self.returned is not None else None
+        check = self.check
         observation.start()
         try:
             with torch.no_grad():
                 output = model(*inputs)
-            if self.returned is not None:
-                self.returned.mark(caller)
+                status = mark() if mark is not None else 0
+                check("during forward", full=True)  # first: nothing of the candidate's runs after it
+            if int(status) != 0:
+                raise HarnessError(f"the return marker could not be launched ({status})")
             self._sync()
         finally:
             recorded = _stop(observation)
-        self.check("during forward", full=True)  # before anything else: nothing of the candidate's runs after
         if recorded is None:
             raise CandidateFault(
                 Status.REJECTED, "the solution switched off the judge's recording during forward"

@@ -23,6 +23,7 @@ then timed unqueued, launch gaps included, with a warning.
 from __future__ import annotations
 
 import ctypes
+import functools
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -214,7 +215,11 @@ def _take_sample(
     queued: bool,
     events: tuple[Any, Any],
     pinned: PersistingL2 | None = None,
+    called: Callable[[], None] = lambda: None,
+    perf: Callable[[], float] = clock.perf_counter,
 ) -> tuple[_Sample, Any]:
+    """One sample; `called` runs first once the call returns (the worker's integrity check), with nothing
+    looked up before it: `perf` is the clock bound before the call."""
     words = kit.words.host if kit is not None else None
     if kit is not None and words is not None:
         if cold:
@@ -237,9 +242,11 @@ def _take_sample(
         )
     try:
         clock.event_record(events[0], stream)
-        begin = clock.perf_counter()
+        begin = perf()
         output = call(index)
-        host_ms = (clock.perf_counter() - begin) * 1e3
+        end = perf()
+        called()
+        host_ms = (end - begin) * 1e3
         clock.event_record(events[1], stream)
     finally:
         if words is not None:
@@ -321,6 +328,8 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     if cold and kit is not None:
         kit.prepare_flush()
     stream = clock.current_stream()
+    # Bound before the first call: between a call's return and its check (hooks.called) nothing is looked up.
+    perf, called, partial = clock.perf_counter, hooks.called, functools.partial
     warm_up(run, n_sets, plan, clock.cuda_synchronize, hooks)
     call = _graph_replayer(run, n_sets) if plan.launch == "graph" else run
     warmed = clock.perf_counter()
@@ -358,7 +367,9 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
                 break
             number, index = len(taken), rule.count % n_sets
             hooks.before(number, index)
-            sample, output = _take_sample(kit, call, index, stream, cold, queued, events, pinned)
+            sample, output = _take_sample(
+                kit, call, index, stream, cold, queued, events, pinned, partial(called, number), perf
+            )
             if kit is not None:  # after the whole device finished the call, before the hooks' own work
                 clock.launch_kernel(kit.close, grid=1, block=1, stream=stream.cuda_stream)
             taken.append(sample)

@@ -282,11 +282,13 @@ def warm_up(
     run around each call as around a sample (with `sample` None), so warm-up calls see inputs prepared
     exactly as timed calls do."""
     started = _perf_counter()
+    called = hooks.called  # bound before the first call: see CallHooks
     calls = 0
     while calls < max(plan.warmup_calls, n_sets) or (_perf_counter() - started) * 1e3 < plan.warmup_ms:
         index = calls % n_sets
         hooks.before(None, index)
         output = run(index)
+        called(None)
         sync()
         hooks.after(None, index, output, False)
         del output
@@ -297,12 +299,18 @@ class CallHooks:
     """What the caller does around each call, outside the timed region (here: nothing).
 
     `before(sample, index)` runs before the L2 flush of sample number `sample` on input set `index`
-    (the worker perturbs that set's inputs); `after(sample, index, output, kept)` runs once the whole
-    device has finished it, whether or not the sample was kept (the worker restores the inputs and
-    may keep the output for re-checking). Warm-up calls get the same hooks with `sample` None.
+    (the worker perturbs that set's inputs); `called(sample)` runs first once the call returns, before any
+    other code of the timer (the worker checks its integrity: the call was the candidate's code, and until
+    that check the timer calls only what it bound before the call, its clock and this hook); `after(sample,
+    index, output, kept)` runs once the whole device has finished it, whether or not the sample was kept
+    (the worker restores the inputs and may keep the output for re-checking). Warm-up calls get the same
+    hooks with `sample` None.
     """
 
     def before(self, sample: int | None, index: int) -> None:
+        return None
+
+    def called(self, sample: int | None) -> None:
         return None
 
     def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
