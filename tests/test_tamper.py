@@ -126,3 +126,20 @@ def test_a_module_imported_after_the_snapshot_is_accepted_as_a_new_key_of_sys_mo
         assert ran == []
     finally:
         del sys.modules[name]
+
+
+def test_a_module_swapped_and_a_constant_of_the_judge_changed_are_reported() -> None:
+    import cudasmith.harness.calls as calls
+    import cudasmith.timing.cuda as sampler
+
+    snapshot = Snapshot()
+    swaps = [(json, "decoder", types.SimpleNamespace()), (sampler, "clock", types.SimpleNamespace()),
+             (calls, "KEPT_OUTPUT_BYTES_CAP", 1)]  # fmt: skip
+    for owner, name, value in swaps:
+        original = getattr(owner, name)
+        setattr(owner, name, value)
+        try:
+            assert snapshot.tampered() == [f"{owner.__name__}.{name}"]
+        finally:
+            setattr(owner, name, original)
+        assert snapshot.tampered() == []

@@ -131,6 +131,32 @@ def test_cpu_measure_times_the_call_rotates_inputs_and_shows_outputs() -> None:
     assert {index for index, _ in warmed} == {0, 1, 2}
 
 
+def test_the_check_after_a_call_comes_first_and_outside_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CallHooks.called runs as the call returns, before anything the timer looks up (here a replaced clock
+    of measure.py's that the timer must not call once the first call ran), and its time is not the call's."""
+    import cudasmith.timing.measure as measure_module
+
+    events: list[str] = []
+
+    def run(index: int) -> None:
+        events.append("call")
+        # What a candidate could do during its call: replace the clock the timer would look up next.
+        monkeypatch.setattr(measure_module, "_perf_counter", lambda: events.append("replaced clock") or 0.0)
+
+    class Check(CallHooks):
+        def called(self, sample: int | None) -> None:
+            events.append("check")
+            time.sleep(0.01)  # a slow check: not in the call's time
+
+        def after(self, sample: int | None, index: int, output: object, kept: bool) -> None:
+            events.append("after")
+
+    result = measure(run, 2, "cpu", QUICK, Check())
+    assert "replaced clock" not in events
+    assert events[:3] == ["call", "check", "after"] and events.count("call") == events.count("check")
+    assert max(result.samples_ms) < 10.0
+
+
 def test_a_patched_clock_does_not_change_the_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
     real = time.perf_counter
     monkeypatch.setattr(time, "perf_counter", lambda: real() / 1000)

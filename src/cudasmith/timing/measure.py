@@ -65,5 +65,5 @@ def _measure_cpu(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         rule.add(samples[-1])
         hooks.after(sample, index, output, True)
         del output
-    phases = {"warmup": warmed - started, "sampling": _perf_counter() - warmed}
+    phases = {"warmup": warmed - started, "sampling": perf() - warmed}
     return Measurement(samples, "perf_counter", plan, stop=stop, phases_s=phases)
