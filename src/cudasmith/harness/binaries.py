@@ -103,15 +103,20 @@ class LoaderCount:
         return self.last
 
 
+def maps_text() -> str:
+    """This process's /proc/self/maps ("" where it cannot be read)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return maps.read()
+    except OSError:
+        return ""
+
+
 def mapped_binaries() -> dict[str, str]:
     """Every shared object mapped into this process, however it was loaded (load_inline's extensions are
     imported without an entry in sys.modules; a library may be mapped from memory, or its file deleted),
     with the address range of one of its mappings."""
-    try:
-        with open("/proc/self/maps") as maps:
-            return shared_objects(maps.read())
-    except OSError:
-        return {}
+    return shared_objects(maps_text())
 
 
 def shared_objects(maps: str) -> dict[str, str]:
@@ -210,11 +215,7 @@ class CandidateBinaries:
         counted = self.loader.now()
         if not full and counted is not None and counted == self.counted:
             return self.found
-        try:
-            with open("/proc/self/maps") as maps:
-                text = maps.read()
-        except OSError:
-            text = ""
+        text = maps_text()
         self.counted = counted
         if text == self.maps:  # nothing mapped or unmapped since the last reading
             return self.found

@@ -361,16 +361,15 @@ class Candidate:
         if self.device.startswith("cuda"):
             poison_free_gpu_memory(request.poison_bytes)
         observation = Observation(self.device.startswith("cuda"))
-        # The marker's launch and the check are bound now: from forward's return to the check the judge runs
-        # nothing it looks up, so a name the solution replaced and puts back when called is never called.
+        # The marker's launch is bound now (the check is pinned on this worker): from forward's return to the
+        # check the judge runs nothing it looks up, so a name the solution replaced and puts back is never called.
         mark = self.returned.bound(torch.cuda.current_stream()) if self.returned is not None else None
-        check = self.check
         observation.start()
         try:
             with torch.no_grad():
                 output = model(*inputs)
                 status = mark() if mark is not None else 0
-                check("during forward", full=True)  # first: nothing of the candidate's runs after it
+                self.check("during forward", full=True)  # first: nothing of the candidate's runs after it
             if int(status) != 0:
                 raise HarnessError(f"the return marker could not be launched ({status})")
             self._sync()

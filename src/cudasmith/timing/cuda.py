@@ -214,12 +214,12 @@ def _take_sample(
     cold: bool,
     queued: bool,
     events: tuple[Any, Any],
+    called: Callable[[], None],
     pinned: PersistingL2 | None = None,
-    called: Callable[[], None] = lambda: None,
     perf: Callable[[], float] = clock.perf_counter,
 ) -> tuple[_Sample, Any]:
     """One sample; `called` runs first once the call returns (the worker's integrity check), with nothing
-    looked up before it: `perf` is the clock bound before the call."""
+    looked up before it: `perf` is the clock, bound when this module was imported."""
     words = kit.words.host if kit is not None else None
     if kit is not None and words is not None:
         if cold:
@@ -329,7 +329,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         kit.prepare_flush()
     stream = clock.current_stream()
     # Bound before the first call: between a call's return and its check (hooks.called) nothing is looked up.
-    perf, called, partial = clock.perf_counter, hooks.called, functools.partial
+    called, partial = hooks.called, functools.partial
     warm_up(run, n_sets, plan, clock.cuda_synchronize, hooks)
     call = _graph_replayer(run, n_sets) if plan.launch == "graph" else run
     warmed = clock.perf_counter()
@@ -368,7 +368,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
             number, index = len(taken), rule.count % n_sets
             hooks.before(number, index)
             sample, output = _take_sample(
-                kit, call, index, stream, cold, queued, events, pinned, partial(called, number), perf
+                kit, call, index, stream, cold, queued, events, partial(called, number), pinned
             )
             if kit is not None:  # after the whole device finished the call, before the hooks' own work
                 clock.launch_kernel(kit.close, grid=1, block=1, stream=stream.cuda_stream)

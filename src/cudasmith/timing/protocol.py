@@ -143,7 +143,7 @@ def within_one_tick(ordered: list[float]) -> bool:
     """Whether the median's 95 % interval spans at most one tick of a clock that ticks (quantised samples),
     a tick of at most MAX_TICK_REL of the median."""
     tick = clock_tick(ordered)
-    if tick <= 0 or len(ordered) < 2 or tick > MAX_TICK_REL * statistics.median(ordered):
+    if tick <= 0 or tick > MAX_TICK_REL * statistics.median(ordered):  # no tick: fewer than two values
         return False
     low, high = median_ci95(ordered)
     return high - low <= tick * (1 + 1e-6)
