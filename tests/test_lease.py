@@ -264,6 +264,69 @@ def test_the_cpu_check_sees_another_process_spinning_and_not_one_asleep() -> Non
             process.wait()
 
 
+# A solution whose import leaves a child process that spins: work beside a window, outside any request.
+WITH_SPINNING_CHILD = WITH_CHILD.replace(repr(SLEEP), repr(SPIN))
+
+
+def test_on_the_cpu_a_hold_pauses_the_judges_of_other_sessions_and_not_its_own(tmp_path: Path) -> None:
+    """Another session's judge works outside steps as it starts (torch imported, the problem loaded): on
+    the CPU that work would share the window. A hold pauses it, and leaves its own session's judge alone
+    (the holder asks it for references and comparisons)."""
+    solution = tmp_path / "spinning_child.py"
+    solution.write_text(WITH_SPINNING_CHILD)
+    busy, own, timed = candidate_worker(), candidate_worker(), candidate_worker()
+    try:
+        assert busy.request(LoadSolution(str(solution), "all"), 120, "loading") == Ack()
+        child = next(p for p in worker_processes(busy) if p != busy.status("worker_pid"))
+        lease = TimingLease(gpu=False)
+        lease.register(busy, trusted=True, session="other")
+        lease.register(own, trusted=True, session="mine")
+        lease.register(timed, session="mine")
+        with lease.hold(owner=timed) as hold:  # the session is the owner's
+            assert state(child) == "T" and not own.paused
+            with lease.step():  # the holder's own request to its judge
+                assert own.request(Ping(), 60, "pinging") == Ack()
+            _, window = hold.window(timed, lambda: time.sleep(0.3))
+            assert window.exclusive and window.retimed == 0
+        assert state(child) != "T" and not busy.paused
+        # Without a session named, no judge is paused: the spinning child is seen, and the window flagged.
+        with lease.hold() as hold:
+            _, window = hold.window(timed, lambda: time.sleep(0.3))
+        assert not window.exclusive and f"pid {child}" in " ".join(window.others)
+        on_gpu = TimingLease(gpu=True, probe=Unverified("a test"))
+        on_gpu.register(busy, trusted=True, session="other")
+        with on_gpu.hold(session="mine"):  # on a GPU its device work is done in steps: never paused
+            assert state(child) != "T" and not busy.paused
+    finally:
+        for worker in (busy, own, timed):
+            worker.close()
+
+
+def test_a_step_inside_a_step_passes_while_a_hold_waits() -> None:
+    lease = TimingLease(gpu=False)
+    inner_done, hold_taken = threading.Event(), threading.Event()
+
+    def holder_thread() -> None:
+        with lease.hold():
+            hold_taken.set()
+
+    def stepper_thread() -> None:
+        with lease.step():
+            holder.start()
+            until(lambda: lease._holds_waiting == 1, "the hold waiting")
+            with lease.step():  # a worker started (a step) while the thread's outer step is under way
+                inner_done.set()
+            assert not hold_taken.is_set()
+
+    holder = threading.Thread(target=holder_thread, daemon=True)
+    stepper = threading.Thread(target=stepper_thread, daemon=True)
+    stepper.start()
+    stepper.join(30)
+    assert not stepper.is_alive() and inner_done.is_set(), "the inner step waited for the hold"
+    holder.join(30)
+    assert hold_taken.is_set() and lease._steps == 0
+
+
 class Scripted:
     """A probe that reports the windows as told: shared for the first `shared` checks."""
 

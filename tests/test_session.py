@@ -6,8 +6,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,9 +20,10 @@ import cudasmith
 from cudasmith import EvalOptions, Judge, Status, Verdict
 from cudasmith.errors import UsageError
 from cudasmith.harness.baselines import BASELINE_PURPOSE
+from cudasmith.harness.lease import TimingLease
 from cudasmith.runtime import seal
 
-from conftest import ROOT, SOLUTIONS, run_cli
+from conftest import PROBLEMS, ROOT, SOLUTIONS, run_cli
 
 EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 QUICK = EvalOptions(device="cpu", seeds_per_config=1, timing=False)
@@ -267,3 +273,50 @@ def test_a_session_opened_beside_another_starts_as_a_step_of_the_devices_lease()
             assert second._started and second.oracle._loaded is not None, "beside another: a step, waited for"
             assert second.baselines._load_id is None, "the baseline worker has loaded the problem too"
             assert first.lease._steps == 0 and first.lease.holds == holds_before
+
+
+@pytest.mark.slow
+def test_a_session_opened_while_another_times_shares_none_of_its_windows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session opened in the middle of another's timing hold starts its workers (a step) after the hold,
+    and on the CPU a later hold pauses its judge's imports and load: the timed session's windows stay its
+    own, and its speedup stands. (Its judge once imported torch inside the other's window: shared on
+    every retime, no speedup.)"""
+    armed, timing, opening = threading.Event(), threading.Event(), threading.Event()
+    hold = TimingLease.hold
+
+    @contextmanager
+    def signalling(lease: TimingLease, owner: Any = None, session: Any = None) -> Iterator[Any]:
+        with hold(lease, owner, session) as held:
+            if owner is not None and armed.is_set():
+                registered = len(lease._workers)
+                timing.set()
+                assert opening.wait(60)
+                # The window begins as soon as the other session has a worker on its way (at most 2 s).
+                deadline = time.monotonic() + 2.0
+                while len(lease._workers) == registered and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            yield held
+
+    monkeypatch.setattr(TimingLease, "hold", signalling)
+    # A window of half a second (the CPU's time cap): a rewrite whose times stay noisy that long.
+    timed = replace(QUICK, timing=True, rules="kernelbench")
+    solution = SOLUTIONS / "kernelbench" / "diag_matmul_broadcast.py"
+    with Judge(problem=PROBLEMS / "diag_matmul.py", options=timed, candidates=2) as first:
+        # The first candidate's hold measures the device and the baselines: the second's is its window alone.
+        assert first.judge(solution).speedup is not None
+        armed.set()
+        judged: list[Verdict] = []
+        judging = threading.Thread(target=lambda: judged.append(first.judge(solution)))
+        judging.start()
+        assert timing.wait(300), "the candidate was never timed"
+        opening.set()
+        with Judge(task="level1/relu", options=timed, candidates=1):
+            judging.join(300)
+    verdict = judged[0]
+    assert verdict.status == Status.CORRECT, verdict.reason
+    assert verdict.timing is not None and verdict.timing.exclusive and verdict.timing.retimed_windows == 0, (
+        verdict.timing
+    )
+    assert verdict.speedup is not None, verdict.notes

@@ -6,9 +6,11 @@ outputs and comparisons, starting a worker) is a *step*: steps of different cand
 *hold* is exclusive: it waits until the steps under way have finished, lets no new one start, and pauses
 (SIGSTOP) every other candidate worker of the device, so that work a candidate launches outside its own
 calls (a background thread) cannot reach the window either: on the GPU, those of a worker's processes that
-hold the GPU (a compiler it runs goes on); on the CPU, all of them. A paused worker's deadlines are
-extended by the pause. Inside a hold, each timed request is a *window*: checked afterwards (exclusive.py)
-and timed again, a bounded number of times, when another process was found running in it.
+hold the GPU (a compiler it runs goes on); on the CPU, all of them, and the judge's workers of the other
+sessions too (their imports and their problem's load run outside any step). A paused worker's deadlines are
+extended by the pause. A worker a hold may pause is started in a step, so none starts unpaused inside one.
+Inside a hold, each timed request is a *window*: checked afterwards (exclusive.py) and timed again, a
+bounded number of times, when another process was found running in it.
 
 One lease per device per process (`lease_for`): sessions on the same device share it.
 """
@@ -47,6 +49,15 @@ class Window:
     others: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Registered:
+    """A worker of the device's sessions: a candidate's, or a `trusted` one of the judge; whose it is."""
+
+    worker: WorkerProcess
+    trusted: bool
+    session: object | None = None
+
+
 class TimingLease:
     """Steps share the device; a hold has it alone (see the module's docstring)."""
 
@@ -59,19 +70,20 @@ class TimingLease:
         self._holds_waiting = 0
         # When each worker's last step (or timed window) ended; None: a step that named no worker.
         self._ends: dict[WorkerProcess | None, float] = {}
-        self._workers: list[tuple[WorkerProcess, bool]] = []
+        self._workers: list[_Registered] = []
         self._local = threading.local()
         self.holds = 0
         self.prepares = PrepareGate()  # the device's candidate workers' turns to make their context
 
     # -- workers -------------------------------------------------------------------------------
 
-    def register(self, worker: WorkerProcess, trusted: bool = False) -> None:
+    def register(self, worker: WorkerProcess, trusted: bool = False, session: object | None = None) -> None:
         """A worker of a session on this device: a candidate's is paused by holds; a `trusted` one (the
-        judge's reference or baseline worker) only answers requests, and is watched, not paused."""
+        judge's reference or baseline worker) only answers requests: watched, and paused only on the CPU
+        by the holds of other sessions. `session`: whose worker it is (any object the session's holds name)."""
         with self._cond:
-            self._workers = [(w, t) for w, t in self._workers if w.alive]
-            self._workers.append((worker, trusted))
+            self._workers = [entry for entry in self._workers if entry.worker.alive]
+            self._workers.append(_Registered(worker, trusted, session))
             # Ends older than any settling are of no more use (a worker that died just now still counts).
             since = time.monotonic() - ENDS_KEPT_S
             self._ends = {w: end for w, end in self._ends.items() if end > since}
@@ -80,11 +92,26 @@ class TimingLease:
         """Whether any session's worker is alive on this device (before a new session registers its own:
         another session judges here)."""
         with self._cond:
-            return any(w.alive for w, _ in self._workers)
+            return any(entry.worker.alive for entry in self._workers)
 
     def _alive(self, trusted: bool) -> list[WorkerProcess]:
         with self._cond:
-            return [w for w, t in self._workers if w.alive and t is trusted]
+            return [e.worker for e in self._workers if e.worker.alive and e.trusted is trusted]
+
+    def _session_of(self, worker: WorkerProcess | None) -> object | None:
+        with self._cond:
+            return next((e.session for e in self._workers if e.worker is worker), None)
+
+    def _judges_of_others(self, session: object | None) -> list[WorkerProcess]:
+        """The trusted workers of sessions other than `session` (none when the hold names no session)."""
+        if session is None:
+            return []
+        with self._cond:
+            return [
+                e.worker
+                for e in self._workers
+                if e.trusted and e.worker.alive and e.session is not None and e.session is not session
+            ]
 
     # -- steps and holds -----------------------------------------------------------------------
 
@@ -93,7 +120,7 @@ class TimingLease:
         and windows of the other candidates' workers, and steps that named no worker. The timed worker's
         own work and the judge's workers' (neither counts against its window) need no settling."""
         with self._cond:
-            trusted = {id(w) for w, t in self._workers if t}
+            trusted = {id(e.worker) for e in self._workers if e.trusted}
             ends = [
                 end
                 for worker, end in self._ends.items()
@@ -111,7 +138,9 @@ class TimingLease:
         or waited for; the holder's own steps pass."""
         me = threading.get_ident()
         with self._cond:
-            counted = self._holder != me
+            # The holder's own steps pass, and so does a step inside a step of this thread: a hold waiting
+            # for the outer one would otherwise wait for itself.
+            counted = self._holder != me and not getattr(self._local, "depth", 0)
             if counted:
                 while self._holder is not None or self._holds_waiting:
                     self._cond.wait()
@@ -128,9 +157,10 @@ class TimingLease:
                     self._cond.notify_all()
 
     @contextmanager
-    def hold(self, owner: WorkerProcess | None = None) -> Iterator[Hold]:
+    def hold(self, owner: WorkerProcess | None = None, session: object | None = None) -> Iterator[Hold]:
         """The device alone: steps drained, other candidate workers paused (`owner`, the candidate being
-        timed, is paused only while something else is timed). Never taken inside a step."""
+        timed, is paused only while something else is timed) and, on the CPU, the trusted workers of
+        sessions other than `session` (by default the owner's). Never taken inside a step."""
         if getattr(self._local, "depth", 0):
             raise RuntimeError("a timing hold taken inside a step would wait for itself")
         me = threading.get_ident()
@@ -146,7 +176,9 @@ class TimingLease:
                 self._holds_waiting -= 1
             self._holder = me
             self.holds += 1
-        hold = Hold(self, owner, drain_s=time.monotonic() - asked)
+        if session is None:
+            session = self._session_of(owner)
+        hold = Hold(self, owner, drain_s=time.monotonic() - asked, session=session)
         try:
             yield hold
         finally:
@@ -161,7 +193,13 @@ class TimingLease:
 class Hold:
     """The device held alone by one thread: the windows it times, and the workers it paused."""
 
-    def __init__(self, lease: TimingLease, owner: WorkerProcess | None, drain_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        lease: TimingLease,
+        owner: WorkerProcess | None,
+        drain_s: float = 0.0,
+        session: object | None = None,
+    ) -> None:
         self.lease = lease
         self.owner = owner
         self.windows: list[Window] = []
@@ -170,6 +208,10 @@ class Hold:
         self.drain_s = drain_s
         self.settle_s = 0.0
         self._paused = [w for w in lease._alive(trusted=False) if w is not owner]
+        if not lease.gpu:
+            # Another session's judge may be importing torch or loading its problem (outside any step):
+            # on the CPU that is work beside the window. On a GPU its device work is done in steps.
+            self._paused += lease._judges_of_others(session)
         pausing = time.monotonic()
         # A worker paused in the middle of a request may have had GPU work queued until now.
         self._busy_at_pause = pausing if any(worker.in_flight for worker in self._paused) else 0.0

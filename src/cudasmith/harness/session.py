@@ -148,11 +148,17 @@ class Judge:
         )
 
     def _start_reference(self) -> WorkerProcess:
-        """The judge's worker or the baseline worker: watched in timing windows, never paused."""
-        worker = WorkerProcess(
-            self._setup("reference"), self.options.memory_limit_bytes, self.options.gpu_index
-        )
-        self.lease.register(worker, trusted=True)
+        """The judge's worker or the baseline worker: watched in timing windows, never paused by its own
+        session. On the CPU, other sessions' holds pause it (its imports and load are work beside their
+        windows): it is started as a step there, known by its pid before the step ends, so that none starts
+        unpaused inside a window. On a GPU its imports touch no device, and its device work is a step."""
+        with contextlib.nullcontext() if self.options.on_gpu else self.lease.step():
+            worker = WorkerProcess(
+                self._setup("reference"), self.options.memory_limit_bytes, self.options.gpu_index
+            )
+            self.lease.register(worker, trusted=True, session=self)
+            if not self.options.on_gpu:
+                worker.wait_started()
         return worker
 
     def _start_candidate(self) -> WorkerProcess:
@@ -162,7 +168,7 @@ class Judge:
             worker = WorkerProcess(
                 self._setup("candidate"), self.options.memory_limit_bytes, self.options.gpu_index
             )
-            self.lease.register(worker)
+            self.lease.register(worker, session=self)
             worker.wait_started()
         return worker
 

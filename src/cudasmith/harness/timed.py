@@ -119,7 +119,7 @@ def time_ahead(judge: Judge) -> None:
     the device's peaks and every selected config's baselines, a hold each config, as the first candidate's
     timing would otherwise do them with the GPU idle until then."""
     for index, config, hidden in judge.selected:
-        with judge.lease.hold() as hold:
+        with judge.lease.hold(session=judge) as hold:
             judge.oracle.ensure_peaks(hold, judge.progress_line)
             name = label(index, config, hidden, judge.problem)
             judge.baselines.for_config(
