@@ -166,7 +166,9 @@ def test_a_kernelbench_run_rejudged_under_its_own_rules(kernelbench_run: tuple[P
     checkout, run, store_path = kernelbench_run
     with RunStore(store_path) as store:
         result = bench_folder(store, run, checkout, RULES_KERNELBENCH)
-        kernels = rejudged(store.candidates(result.run_id))
+        candidates = store.candidates(result.run_id)
+        kernels = rejudged(candidates)
+    notes = {Path(c.path or c.key).name: (c.verdict or {}).get("notes") for c in candidates}
     by_file = {kernel.file: kernel for kernel in kernels}
     for name, (_, expected) in RUN.items():
         kernel = by_file[name]
@@ -178,7 +180,9 @@ def test_a_kernelbench_run_rejudged_under_its_own_rules(kernelbench_run: tuple[P
             assert kernel.kernelbench_tolerance is (expected != "incorrect"), (name, kernel.reason)
         assert kernel.claimed_correct is True and kernel.rules == "kernelbench"
     rewrite = by_file["level_1_problem_12_sample_0_kernel.py"]
-    assert rewrite.torch_ops and rewrite.speedup is not None and rewrite.own_share is not None
+    assert rewrite.torch_ops and rewrite.speedup is not None and rewrite.own_share is not None, notes[
+        rewrite.file
+    ]
     assert rewrite.claimed_speedup == pytest.approx(4.0)  # the baseline JSON's 2 ms over the claimed 0.5 ms
     summary = summarize_rejudge(kernels)
     assert (summary.claimed_correct, summary.custom_kernels, summary.pytorch_rewrites) == (6, 2, 1)
