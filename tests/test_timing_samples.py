@@ -4,6 +4,7 @@ every flush of a cold sample."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import replace
 from types import SimpleNamespace
@@ -228,3 +229,82 @@ def test_span_log_gives_each_chunk_its_samples() -> None:
     spans = log.spans([True, False, True], [0.004, 0.004], warnings, seen)
     assert spans == [pytest.approx(0.002), pytest.approx(0.002)] and not warnings
     assert seen == {"add": {"kind": "kernel", "ns": 4000, "calls": 2}}
+
+
+class Refused(Exception):
+    """What the worker's check raises (a CandidateFault, in the worker)."""
+
+
+class Capturing:
+    """torch.cuda.graph as far as the replayer uses it: says in the log when a capture begins and ends."""
+
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+
+    def __call__(self, graph: Any) -> Capturing:
+        return self
+
+    def __enter__(self) -> None:
+        self.gpu.log.append("capture")
+
+    def __exit__(self, *exc: object) -> None:
+        self.gpu.log.append("end capture")
+
+
+class Checked(CallHooks):
+    def __init__(self, gpu: FakeGpu, refuse_at: int | None = None) -> None:
+        self.gpu, self.refuse_at, self.checks = gpu, refuse_at, 0
+
+    def called(self, sample: int | None) -> None:
+        self.checks += 1
+        self.gpu.log.append("check")
+        if self.checks == self.refuse_at:
+            raise Refused("the solution replaced torch.cuda.CUDAGraph.capture_end (while timing)")
+
+
+@pytest.fixture
+def graphs(gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
+    stream = SimpleNamespace(cuda_stream=7, wait_stream=lambda other: None)
+    monkeypatch.setattr(clock, "current_stream", lambda: stream)
+    monkeypatch.setattr(clock, "Stream", lambda: stream)
+    monkeypatch.setattr(clock, "use_stream", lambda side: contextlib.nullcontext())
+    replay = SimpleNamespace(replay=lambda: gpu.launch("work", grid=1, block=1))
+    monkeypatch.setattr(clock, "CUDAGraph", lambda: replay)
+    monkeypatch.setattr(clock, "graph_capture", Capturing(gpu))
+    return gpu
+
+
+GRAPHED = replace(PLAN, launch="graph")
+
+
+def test_in_graph_mode_each_captured_call_is_checked_first_inside_its_capture(graphs: FakeGpu) -> None:
+    """The captures run the candidate's forward: each is checked as it returns, before torch's end of the
+    capture (code the candidate could have replaced) runs."""
+    hooks = Checked(graphs)
+    cuda.measure_cuda(graphs.call, 2, GRAPHED, hooks)
+    captures = [i for i, what in enumerate(graphs.log) if what == "capture"]
+    assert len(captures) == 2
+    for at in captures:
+        assert graphs.log[at : at + 4] == ["capture", "work", "check", "end capture"]
+    warm_ups = 2 * cuda.GRAPH_WARMUP_CALLS
+    assert graphs.log[: captures[0]].count("check") >= warm_ups, "every warm-up call of the graphs checked"
+
+
+def test_a_refusal_inside_a_capture_is_raised_as_it_is_and_a_failed_capture_is_a_timing_error(
+    graphs: FakeGpu,
+) -> None:
+    cuda.measure_cuda(graphs.call, 2, GRAPHED, Checked(graphs))
+    first_capture = graphs.log.index("capture")
+    refusing = Checked(graphs, refuse_at=graphs.log[:first_capture].count("check") + 1)
+    graphs.log.clear()
+    with pytest.raises(Refused, match="capture_end"):
+        cuda.measure_cuda(graphs.call, 2, GRAPHED, refusing)
+    assert graphs.log[-4:] == ["capture", "work", "check", "end capture"], "refused in the first capture"
+
+    def fails_in_capture(index: int) -> torch.Tensor:
+        if graphs.log and graphs.log[-1] == "capture":
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return graphs.call(index)
+
+    with pytest.raises(cuda.TimingError, match="cannot be captured as a CUDA graph"):
+        cuda.measure_cuda(fails_in_capture, 2, GRAPHED, CallHooks())

@@ -258,26 +258,39 @@ def _take_sample(
     return _Sample(clock.event_elapsed_ms(events[0], events[1]), host_ms, clock_mhz, timed_out), output
 
 
-def _graph_replayer(run: Callable[[int], Any], n_sets: int) -> Callable[[int], Any]:
-    """Capture the call on each input set as a CUDA graph; the result replays graph i for input set i."""
+def _graph_replayer(
+    run: Callable[[int], Any], n_sets: int, called: Callable[[int | None], None]
+) -> Callable[[int], Any]:
+    """Capture the call on each input set as a CUDA graph; the result replays graph i for input set i.
+    `called(None)` runs first once each call returns, as after a warm-up call (the worker's integrity
+    check): inside the capture, before torch ends it (it runs no CUDA work), and a failure of its is raised
+    as it is."""
     side = clock.Stream()
     side.wait_stream(clock.current_stream())
     with clock.use_stream(side):
         for index in range(n_sets * GRAPH_WARMUP_CALLS):
             run(index % n_sets)
+            called(None)
     clock.current_stream().wait_stream(side)
     graphs, outputs = [], []
     for index in range(n_sets):
         graph = clock.CUDAGraph()
+        checking = False
         try:
             with clock.graph_capture(graph):
-                outputs.append(run(index))
+                output = run(index)
+                checking = True
+                called(None)
+                checking = False
         except Exception as exc:
+            if checking:
+                raise
             first_line = (str(exc).strip().splitlines() or [""])[0][:300]
             raise TimingError(
                 f"the call cannot be captured as a CUDA graph ({type(exc).__name__}: {first_line}); "
                 "time it without --graph"
             ) from exc
+        outputs.append(output)
         graphs.append(graph)
     clock.cuda_synchronize()
 
@@ -331,7 +344,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     # Bound before the first call: between a call's return and its check (hooks.called) nothing is looked up.
     called, partial = hooks.called, functools.partial
     warm_up(run, n_sets, plan, clock.cuda_synchronize, hooks)
-    call = _graph_replayer(run, n_sets) if plan.launch == "graph" else run
+    call = _graph_replayer(run, n_sets, called) if plan.launch == "graph" else run
     warmed = clock.perf_counter()
     events = (clock.Event(enable_timing=True), clock.Event(enable_timing=True))
     log = SpanLog(READ if cold else BLOCKER, (BLOCKER, READ), CLOSE, clock.cuda_synchronize)
