@@ -173,12 +173,13 @@ class Judge:
         return worker
 
     def _start_as_a_step(self) -> None:
-        """Start this session's own workers as a step of the device's lease, waiting for them: another
-        session judges here, and none of its timing windows may overlap their work (they are trusted
-        workers, watched but never paused). On the CPU that is all of it (imports, the problem's load);
-        on a GPU only what uses the device (the CUDA contexts, the perturbation's compile): the imports
-        and the configs' description (meta tensors) go on beside the other session's windows, outside
-        the step. A failure is left to the first candidate, as when the start overlaps it."""
+        """Finish starting this session's own workers as a step of the device's lease, waiting for them:
+        another session judges here, and none of its timing windows may overlap their work (they are
+        trusted workers, watched and not paused by its own holds). On the CPU the imports and the load
+        begun before the step are paused by the other session's holds (lease.py), and what is left runs
+        here; on a GPU only what uses the device (the CUDA contexts, the perturbation's compile) is in the
+        step: the imports and the configs' description (meta tensors) go on beside the other session's
+        windows. A failure is left to the first candidate, as when the start overlaps it."""
         with contextlib.suppress(CudasmithError):
             if self.options.on_gpu:
                 self.oracle.wait_described()
