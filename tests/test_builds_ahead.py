@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -194,7 +195,7 @@ def test_only_a_head_start_build_gives_the_cpu_to_the_judged_workers_first(
     given: dict[str, dict[str, str]] = {}
 
     def fake_build_ahead(
-        problem_file: Path, solution: Path, env: dict[str, str], timeout_s: float
+        problem_file: Path, solution: Path, env: dict[str, str], timeout_s: float, lease: Any = None
     ) -> tuple[bool, str]:
         given[solution.name] = env
         return True, ""
@@ -221,3 +222,74 @@ def test_a_worker_told_a_niceness_runs_at_it_with_what_it_starts() -> None:
         assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
     finally:
         worker.close()
+
+
+# A build that compiles at import for a few seconds (a busy loop in its place), then defines ModelNew.
+BUSY_BUILD = """import time
+started = time.monotonic()
+while time.monotonic() - started < 4.0:
+    pass
+
+class ModelNew:
+    pass
+"""
+
+
+def test_on_the_cpu_a_build_ahead_gives_way_to_every_timing_window(tmp_path: Path) -> None:
+    """Candidates judged on the CPU share it with the builds ahead: a build is a worker of the CPU's lease,
+    paused by a hold like a candidate's (its compiler too), so a window does not share the CPU with it;
+    its time limit waits meanwhile, and it finishes afterwards."""
+    from cudasmith.harness.builds import build_ahead
+    from cudasmith.harness.lease import TimingLease
+    from cudasmith.harness.messages import Ping, WorkerSetup
+    from cudasmith.harness.process import WorkerProcess
+
+    solution = tmp_path / "busy_build.py"
+    solution.write_text(BUSY_BUILD)
+    lease = TimingLease(gpu=False)
+    built: list[tuple[bool, str]] = []
+    building = threading.Thread(
+        target=lambda: built.append(build_ahead(PROBLEMS / "add_small.py", solution, {}, 60.0, lease))
+    )
+    timed = WorkerProcess(WorkerSetup("candidate", str(PROBLEMS / "add_small.py"), "cpu", defences=False))
+    try:
+        timed.request(Ping(), 120, "starting")
+        building.start()
+        deadline = time.monotonic() + 60
+        while not lease._alive(trusted=False):
+            assert time.monotonic() < deadline, "the build never started"
+            time.sleep(0.01)
+        build = lease._alive(trusted=False)[0]
+        with lease.hold() as hold:
+            assert build.paused and build.stopped
+            _, window = hold.window(timed, lambda: time.sleep(1.0))
+        assert window.exclusive and window.retimed == 0, window.others
+        building.join(120)
+        assert built == [(True, "")]
+        assert build.paused_s() >= 1.0
+    finally:
+        timed.close()
+
+
+def test_only_builds_for_the_cpu_are_workers_of_its_lease(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cudasmith.exec import prebuild
+    from cudasmith.harness import builds
+    from cudasmith.harness.lease import lease_for
+
+    leases: dict[str | None, Any] = {}
+
+    def fake_build_ahead(
+        problem_file: Path, solution: Path, env: dict[str, str], timeout_s: float, lease: Any = None
+    ) -> tuple[bool, str]:
+        leases[env.get("CUDASMITH_ARCH")] = lease
+        return True, ""
+
+    monkeypatch.setattr(builds, "build_ahead", fake_build_ahead)
+    monkeypatch.setattr(prebuild, "build_environment", lambda target, head_start: {"CUDASMITH_ARCH": target})
+    problem = ProblemRef("add_small", str(PROBLEMS / "add_small.py"), (PROBLEMS / "add_small.py").read_text())
+    job = Job("c_kernel.py", problem, EvalOptions(device="cpu"), SOURCES["c_kernel.py"], "c_kernel.py", "x")
+    prebuild.build(job, folder / "scratch", None)
+    prebuild.build(job, folder / "scratch", "sm_90a")
+    assert leases == {None: lease_for("cpu"), "sm_90a": None}

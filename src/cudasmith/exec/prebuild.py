@@ -108,10 +108,13 @@ def build(job: Job, scratch: Path, target: str | None, timeout_s: float = BUILD_
     """Import the candidate in a sandboxed CPU worker, so that what it compiles is cached for its judged
     worker. `target`: the GPU's NVRTC target (sm_90a), None when the candidates run on the CPU."""
     from cudasmith.harness.builds import build_ahead
+    from cudasmith.harness.lease import lease_for
 
     started = time.monotonic()
     # The problem's file, not the problem: loading it here would import torch before the worker starts.
     problem_file = job.problem.file(scratch)
     env = build_environment(target, head_start=not slow_build(job.source))
-    ok, reason = build_ahead(problem_file, job.solution_file(scratch), env, timeout_s)
+    # Candidates judged on the CPU (no GPU target): the build shares their device, and gives way to timing.
+    lease = lease_for("cpu") if target is None else None
+    ok, reason = build_ahead(problem_file, job.solution_file(scratch), env, timeout_s, lease)
     return BuildResult(ok, round(time.monotonic() - started, 3), reason)

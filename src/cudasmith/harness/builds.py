@@ -13,10 +13,15 @@ worker finds what it compiles in the build cache.
 from __future__ import annotations
 
 import ast
+import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cudasmith.harness.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.process import WorkerFailure, WorkerProcess
+
+if TYPE_CHECKING:
+    from cudasmith.harness.lease import TimingLease
 
 # Calls that build kernels, by the last part of their dotted name.
 BUILD_CALLS = frozenset(
@@ -65,15 +70,25 @@ def lazy_build(source: str) -> str | None:
 
 
 def build_ahead(
-    problem_file: Path, solution: Path, env: dict[str, str], timeout_s: float
+    problem_file: Path,
+    solution: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    lease: TimingLease | None = None,
 ) -> tuple[bool, str]:
     """Import a solution in a sandboxed candidate worker on the CPU (supervisor, memory limit, no network,
     the audit hook; `env` says which GPU to build for), so that what its import compiles lands in the
     build cache for its judged worker: whether it went, and why not. The worker loads the problem from
     `problem_file` itself; this process need not (a candidate worker compares nothing, so it is told no
-    tolerance)."""
+    tolerance). `lease`: the CPU's, where the candidates are judged on the CPU: the build is a worker of it,
+    started as a step and paused, compiler and all, by every timing hold (its time limit waits meanwhile),
+    since on the CPU a build is work beside the window."""
     setup = WorkerSetup("candidate", str(problem_file), "cpu", True)
-    worker = WorkerProcess(setup, env=env)
+    with contextlib.nullcontext() if lease is None else lease.step():
+        worker = WorkerProcess(setup, env=env)
+        if lease is not None:
+            lease.register(worker)
+            worker.wait_started()
     try:
         request = LoadSolution(str(solution.resolve()), "all")
         reply = worker.request(request, timeout_s, "building the solution ahead")
