@@ -405,3 +405,12 @@ def test_nvml_samples_of_another_process_in_the_window_make_it_shared() -> None:
     assert not GpuActivity(FakeNvml([]), None).check(now, {timed}, [], set()).shared  # nothing ran
     skewed = GpuActivity(FakeNvml([(other, now + 3600 * 10**6, 50, 0)]), None)
     assert not skewed.check(now, {timed}, [], set()).verified
+
+
+def test_a_build_ahead_is_nobodys_session() -> None:
+    """A session opening beside a build ahead is not beside another session: it starts as one alone does."""
+    lease = TimingLease(gpu=False)
+    lease.register(SimpleNamespace(alive=True))  # type: ignore[arg-type]
+    assert not lease.in_use()
+    lease.register(SimpleNamespace(alive=True), trusted=True, session="a session")  # type: ignore[arg-type]
+    assert lease.in_use()

@@ -90,9 +90,9 @@ class TimingLease:
 
     def in_use(self) -> bool:
         """Whether any session's worker is alive on this device (before a new session registers its own:
-        another session judges here)."""
+        another session judges here). A build ahead is nobody's session: it does not count."""
         with self._cond:
-            return any(entry.worker.alive for entry in self._workers)
+            return any(entry.worker.alive and entry.session is not None for entry in self._workers)
 
     def _alive(self, trusted: bool) -> list[WorkerProcess]:
         with self._cond:
