@@ -5,6 +5,7 @@ here and on a GPU by tests/test_lease_gpu.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -414,3 +415,31 @@ def test_a_build_ahead_is_nobodys_session() -> None:
     assert not lease.in_use()
     lease.register(SimpleNamespace(alive=True), trusted=True, session="a session")  # type: ignore[arg-type]
     assert lease.in_use()
+
+
+@pytest.mark.parametrize(
+    ("gpu", "trusted", "pausable"),
+    [(False, False, True), (False, True, True), (True, False, True), (True, True, False)],
+)
+def test_a_worker_holds_may_pause_starts_in_a_step_and_is_known_by_its_pid(
+    gpu: bool, trusted: bool, pausable: bool
+) -> None:
+    """Candidates' and builds' workers, and on the CPU the judge's too (other sessions' holds pause them),
+    are spawned inside a step and waited for until their pid is known; a judge's worker on a GPU is not."""
+    lease = TimingLease(gpu=gpu)
+    seen: dict[str, object] = {}
+
+    class Started(Stub):
+        def wait_started(self) -> int:
+            seen["waited in a step"] = lease._steps == 1
+            return self.process.pid
+
+    def spawn() -> WorkerProcess:
+        seen["spawned in a step"] = lease._steps == 1
+        return Started(os.getpid())  # type: ignore[return-value]
+
+    worker = lease.started(spawn, trusted=trusted, session="a session")
+    assert seen["spawned in a step"] is pausable
+    assert seen.get("waited in a step") == (True if pausable else None)  # not waited for at all otherwise
+    assert lease._steps == 0  # the step ended with the start
+    assert lease._alive(trusted) == [worker] and lease.in_use()

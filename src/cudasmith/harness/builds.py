@@ -13,7 +13,6 @@ worker finds what it compiles in the build cache.
 from __future__ import annotations
 
 import ast
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,11 +83,11 @@ def build_ahead(
     started as a step and paused, compiler and all, by every timing hold (its time limit waits meanwhile),
     since on the CPU a build is work beside the window."""
     setup = WorkerSetup("candidate", str(problem_file), "cpu", True)
-    with contextlib.nullcontext() if lease is None else lease.step():
-        worker = WorkerProcess(setup, env=env)
-        if lease is not None:
-            lease.register(worker)
-            worker.wait_started()
+    worker = (
+        WorkerProcess(setup, env=env)
+        if lease is None
+        else lease.started(lambda: WorkerProcess(setup, env=env))
+    )
     try:
         request = LoadSolution(str(solution.resolve()), "all")
         reply = worker.request(request, timeout_s, "building the solution ahead")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -87,6 +87,21 @@ class TimingLease:
             # Ends older than any settling are of no more use (a worker that died just now still counts).
             since = time.monotonic() - ENDS_KEPT_S
             self._ends = {w: end for w, end in self._ends.items() if end > since}
+
+    def started(
+        self, spawn: Callable[[], WorkerProcess], trusted: bool = False, session: object | None = None
+    ) -> WorkerProcess:
+        """A worker `spawn` starts, registered (as in register). One that holds may pause (a candidate's or a
+        build's; on the CPU, a judge's too) is spawned in a step and known by its pid before the step ends,
+        so that none starts unpaused inside a window; a judge's worker on a GPU, never paused, is not waited
+        for."""
+        pausable = not trusted or not self.gpu
+        with self.step() if pausable else nullcontext():
+            worker = spawn()
+            self.register(worker, trusted, session)
+            if pausable:
+                worker.wait_started()
+        return worker
 
     def in_use(self) -> bool:
         """Whether any session's worker is alive on this device (before a new session registers its own:

@@ -150,27 +150,17 @@ class Judge:
     def _start_reference(self) -> WorkerProcess:
         """The judge's worker or the baseline worker: watched in timing windows, never paused by its own
         session. On the CPU, other sessions' holds pause it (its imports and load are work beside their
-        windows): it is started as a step there, known by its pid before the step ends, so that none starts
-        unpaused inside a window. On a GPU its imports touch no device, and its device work is a step."""
-        with contextlib.nullcontext() if self.options.on_gpu else self.lease.step():
-            worker = WorkerProcess(
-                self._setup("reference"), self.options.memory_limit_bytes, self.options.gpu_index
-            )
-            self.lease.register(worker, trusted=True, session=self)
-            if not self.options.on_gpu:
-                worker.wait_started()
-        return worker
+        windows), so it starts as a step there (TimingLease.started); on a GPU its imports touch no device,
+        and its device work is a step."""
+        return self.lease.started(lambda: self._spawn("reference"), trusted=True, session=self)
 
     def _start_candidate(self) -> WorkerProcess:
-        """A candidate worker; started as a step, and known by its pid before the step ends, so that none
-        starts unpaused inside a timing window."""
-        with self.lease.step():
-            worker = WorkerProcess(
-                self._setup("candidate"), self.options.memory_limit_bytes, self.options.gpu_index
-            )
-            self.lease.register(worker, session=self)
-            worker.wait_started()
-        return worker
+        """A candidate worker, started as a step (TimingLease.started): none starts unpaused inside a
+        timing window."""
+        return self.lease.started(lambda: self._spawn("candidate"), session=self)
+
+    def _spawn(self, role: Literal["candidate", "reference"]) -> WorkerProcess:
+        return WorkerProcess(self._setup(role), self.options.memory_limit_bytes, self.options.gpu_index)
 
     def _start_as_a_step(self) -> None:
         """Finish starting this session's own workers as a step of the device's lease, waiting for them:
