@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from cudasmith.harness.check import compare, compare_outputs, tolerance_for
+from cudasmith.harness.check import all_finite, compare, compare_outputs, tolerance_for
 
 FP32 = tolerance_for(torch.float32, {})
 
@@ -100,3 +101,24 @@ def test_kernelbench_s_own_check_rides_along_with_ours() -> None:
     assert both.ok and both.kernelbench is False
     # The wrong shape fails both.
     assert compare_outputs([reference[:10]], [reference], truth, {}).kernelbench is False
+
+
+@pytest.mark.parametrize(
+    ("values", "finite"),
+    [
+        ([1.0, -2.0, 3.0], True),
+        ([], True),
+        ([1.0, float("nan")], False),
+        ([float("inf"), 1.0], False),
+        ([1.0, float("-inf")], False),
+        ([float("inf"), float("-inf")], False),  # their sum is NaN
+        ([1e308, 1e308, -5.0], True),  # finite values whose sum overflows: each is looked at
+        ([-1e308, -1e308, float("nan")], False),
+    ],
+)
+def test_all_finite_is_isfinite_all_however_the_sum_goes(values: list[float], finite: bool) -> None:
+    tensor = torch.tensor(values, dtype=torch.float64)
+    assert all_finite(tensor) is finite is bool(torch.isfinite(tensor).all())
+    assert all_finite(tensor.to(torch.float32)) is bool(torch.isfinite(tensor.to(torch.float32)).all())
+    as_complex = torch.complex(torch.zeros_like(tensor), tensor)  # the values in the imaginary part
+    assert all_finite(as_complex) is finite

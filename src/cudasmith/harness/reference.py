@@ -20,7 +20,7 @@ import torch
 
 from cudasmith.hardware import device_name
 from cudasmith.harness.calls import TimedCalls, spec_inputs, timing_input_sets
-from cudasmith.harness.check import compare_outputs, validate_outputs
+from cudasmith.harness.check import all_finite, compare_outputs, validate_outputs
 from cudasmith.harness.messages import (
     Ack,
     Compare,
@@ -242,7 +242,7 @@ class ReferenceWorker:
     def _drawn_skip(outputs: list[torch.Tensor], outputs64: list[torch.Tensor] | None) -> str | None:
         """Why the harness's own inputs say nothing on this config, or None when they do."""
         truth = outputs64 if outputs64 is not None else outputs
-        if not all(bool(torch.isfinite(t).all()) for t in truth if t.is_floating_point()):
+        if not all(all_finite(t) for t in truth if t.is_floating_point()):
             return "outside the reference's domain (NaN/Inf)"
         if outputs64 is not None and (own := _own_error(outputs, outputs64)) > DRAWN_MAX_OWN_ERROR:
             return f"the task dtype cannot represent the reference there (its own error {own:.1e}, e.g. gradients that vanish)"
