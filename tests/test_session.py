@@ -320,3 +320,26 @@ def test_a_session_opened_while_another_times_shares_none_of_its_windows(
         verdict.timing
     )
     assert verdict.speedup is not None, verdict.notes
+
+
+@pytest.mark.slow
+def test_a_candidate_asks_to_finish_while_its_own_hold_keeps_it_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A timed candidate's last request goes out in its hold: after it, the next candidate's hold pauses
+    its worker, and a Finish sent then waited (the verdict with it) for the whole of that hold."""
+    from cudasmith.harness.process import WorkerProcess
+
+    in_hold: list[bool] = []
+    original = WorkerProcess.ask_to_finish
+
+    def ask_to_finish(worker: WorkerProcess, within_s: float) -> int:
+        in_hold.append(judge.lease._holder == threading.get_ident())
+        return original(worker, within_s)
+
+    monkeypatch.setattr(WorkerProcess, "ask_to_finish", ask_to_finish)
+    with Judge(task="level1/vector_add", options=replace(QUICK, timing=True), candidates=1) as judge:
+        verdict = judge.judge(SOLUTIONS / "vector_add_cpu.py")
+    assert verdict.status == Status.CORRECT, verdict.reason
+    assert verdict.speedup is not None
+    assert in_hold == [True]

@@ -345,10 +345,23 @@ class WorkerProcess:
         now_paused = self._paused_at
         return self._paused_before_s + (time.monotonic() - now_paused if now_paused is not None else 0.0)
 
-    def finish(self, timeout_s: float) -> None:
+    def ask_to_finish(self, within_s: float) -> int:
+        """Send the Finish request now and give the worker up to `within_s` of its running time to answer
+        (finish(asked=…) reads the answer): a session asks while its timing hold keeps the worker running,
+        so that the answer is not held up by the next hold's pause. Returns the request's id."""
+        request_id = self.send(Finish())
+        self._answered_within(within_s)
+        return request_id
+
+    def finish(self, timeout_s: float, asked: int | None = None) -> None:
         """End the conversation: the worker's count of messages sent must equal ours of those received,
-        and nothing may follow; raises WorkerFailure otherwise."""
-        reply = self.request(Finish(), timeout_s, "finishing")
+        and nothing may follow; raises WorkerFailure otherwise. `asked`: the id of a Finish request already
+        sent (ask_to_finish), whose answer is waited for (`timeout_s`) instead of sending another."""
+        if asked is None:
+            reply = self.request(Finish(), timeout_s, "finishing")
+        else:
+            with self._request_lock:
+                reply = self.wait(asked, timeout_s, "finishing")
         if self._worker_sent != self.received:
             self.kill()
             raise WorkerFailure(

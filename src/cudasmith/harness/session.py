@@ -53,6 +53,9 @@ from cudasmith.tasks.problem import Config, Problem
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
 
+# How long a candidate's hold waits for the answer to its Finish request (sent there, so that the worker
+# answers before the next candidate's hold pauses it; the answer is read, with the full time limit, after).
+FINISH_IN_HOLD_S = 1.0
 # Solutions taken from the caller's iterable beyond the verdicts yielded, per candidate in flight: a
 # slow candidate never idles the rest. How often a feeder waiting for room looks whether to stop.
 FEED_AHEAD = 2
@@ -296,11 +299,16 @@ class Judge:
         }
         correct = check_candidate(self, candidate, verdict, results)
         ordered = [results[i] for i, _, _ in self.selected]
+        asked: list[int] = []  # the Finish request sent in the candidate's hold, if it was
         if correct and self.options.timing:
-            time_candidate(self, candidate, verdict, ordered)
+
+            def last() -> None:  # the candidate's last request, sent while its hold keeps it running
+                asked.append(candidate.ask_to_finish(FINISH_IN_HOLD_S))
+
+            time_candidate(self, candidate, verdict, ordered, last)
         if all(r.status == Status.CORRECT for r in ordered):
             try:
-                candidate.finish(JUDGE_CALL_TIMEOUT_S)
+                candidate.finish(JUDGE_CALL_TIMEOUT_S, asked[0] if asked else None)
             except WorkerFailure as failure:
                 finish(verdict, ordered, (failure.status, failure.reason))
                 return

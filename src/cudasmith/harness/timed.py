@@ -11,6 +11,7 @@ one found shared is timed again, and a time that stayed shared is kept but gives
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -50,14 +51,21 @@ def timing_limit_s(judge: Judge, index: int) -> float:
 
 
 def time_candidate(
-    judge: Judge, candidate: WorkerProcess, verdict: Verdict, ordered: list[ConfigResult]
+    judge: Judge,
+    candidate: WorkerProcess,
+    verdict: Verdict,
+    ordered: list[ConfigResult],
+    last: Callable[[], None] = lambda: None,
 ) -> None:
     """Time a correct candidate config by config (stopping at the first failure), in one hold of the
     device: the peaks (first time only) and every config's baselines that are due first, then the
     candidate's windows, each followed by the re-check of its timed outputs (they live until the
     candidate's next request). One hold, not one per config: the steps under way are drained, the other
-    candidates paused and NVML's samples settled once per candidate, not once per config. Speedups,
-    the roofline and what a failure means are worked out after the hold, while other candidates go on."""
+    candidates paused and NVML's samples settled once per candidate, not once per config. `last` runs
+    in the hold once every config was timed and re-checked: the candidate's last request (the session's
+    finish), which would otherwise wait for the whole of the next candidate's hold, its worker paused by
+    it. Speedups, the roofline and what a failure means are worked out after the hold, while other
+    candidates go on."""
     configs = {i: c for i, c, _ in judge.selected}
     verdict.timing = TimingReport(judge.plan.l2_state, judge.plan.launch, judge.plan)
     timed: list[_Timed] = []
@@ -78,6 +86,8 @@ def time_candidate(
             timed.append(_Timed(result, name, baselines, reply))
             if not rechecked:
                 break
+        else:
+            last()
     waited(verdict.timing, hold)
     if judge.oracle.peaks is not None:
         verdict.peaks = judge.oracle.peaks
