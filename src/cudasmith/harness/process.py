@@ -357,11 +357,8 @@ class WorkerProcess:
         """End the conversation: the worker's count of messages sent must equal ours of those received,
         and nothing may follow; raises WorkerFailure otherwise. `asked`: the id of a Finish request already
         sent (ask_to_finish), whose answer is waited for (`timeout_s`) instead of sending another."""
-        if asked is None:
-            reply = self.request(Finish(), timeout_s, "finishing")
-        else:
-            with self._request_lock:
-                reply = self.wait(asked, timeout_s, "finishing")
+        with self._request_lock:
+            reply = self.wait(self.send(Finish()) if asked is None else asked, timeout_s, "finishing")
         if self._worker_sent != self.received:
             self.kill()
             raise WorkerFailure(
