@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cudasmith.timing import activity
 from cudasmith.timing.activity import Activity, spans_between
 from cudasmith.timing.spans import SpanLog
 
@@ -100,3 +101,48 @@ def test_work_after_a_sample_is_closed_is_not_the_calls() -> None:
         pytest.approx(0.003),
     ]
     assert spans_between(records, FLUSH, [BLOCKER])[0] > 0.3  # without the closing kernel it would count
+
+
+class _Event:
+    """A Kineto record as the accessors read it."""
+
+    def __init__(self, name: str, device: str, kind: str, start: int = 0, duration: int = 10) -> None:
+        self.name, self.device, self.kind, self.start, self.duration = name, device, kind, start, duration
+
+
+def _read_fakes(monkeypatch: pytest.MonkeyPatch, with_types: bool) -> None:
+    monkeypatch.setattr(activity.clock, "CUDA_DEVICE_TYPE", "cuda")
+    monkeypatch.setattr(activity, "event_device_type", lambda e: e.device)
+    monkeypatch.setattr(activity, "event_name", lambda e: e.name)
+    monkeypatch.setattr(activity, "event_start_ns", lambda e: e.start)
+    monkeypatch.setattr(activity, "event_duration_ns", lambda e: e.duration)
+    monkeypatch.setattr(activity, "_event_activity_type", (lambda e: e.kind) if with_types else None)
+
+
+@pytest.mark.parametrize("with_types", [True, False])
+def test_gpu_work_keeps_kernels_copies_and_memsets_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch, with_types: bool
+) -> None:
+    _read_fakes(monkeypatch, with_types)
+    events = [
+        _Event("cudaLaunchKernel", "cpu", "cuda_runtime", 0),
+        _Event("relu_kernel", "cuda", "kernel", 100, 30),
+        _Event("Memcpy DtoD (Device -> Device)", "cuda", "gpu_memcpy", 200, 5),
+        _Event("Memset (Device)", "cuda", "gpu_memset", 300, 2),
+        _Event("Context Sync", "cuda", "cuda_sync", 400),
+        _Event("Stream Sync", "cuda", "kernel", 450),  # a synchronisation, whatever its type says
+        _Event("my-range", "cuda", "gpu_user_annotation", 500),
+        _Event("Overhead", "cuda", "overhead", 600),
+    ]
+    found = activity.gpu_work(events)
+    expected = [
+        Activity("relu_kernel", 100, 130, "kernel"),
+        Activity("Memcpy DtoD (Device -> Device)", 200, 205, "gpu_memcpy"),
+        Activity("Memset (Device)", 300, 302, "gpu_memset"),
+    ]
+    if with_types:
+        assert found == expected
+    else:  # without types, annotations and overheads on the GPU's timeline read as kernels
+        assert found[:3] == expected
+        assert [a.name for a in found[3:]] == ["my-range", "Overhead"]
+    assert found[0].duration_ns == 30

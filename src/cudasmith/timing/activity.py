@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -30,10 +30,10 @@ _event_activity_type = getattr(_KinetoEvent, "activity_type", None)
 result_events = torch._C._autograd._ProfilerResult.events
 
 
-@dataclass(frozen=True)
-class Activity:
+class Activity(NamedTuple):
     """One piece of GPU work: what it was and when it ran (GPU timestamps, in nanoseconds); `kind` is
-    Kineto's activity type ('kernel', 'gpu_memcpy', 'gpu_memset', …)."""
+    Kineto's activity type ('kernel', 'gpu_memcpy', 'gpu_memset', …). A tuple: a timed config reads
+    thousands of them at each checkpoint."""
 
     name: str
     start_ns: int
@@ -45,22 +45,39 @@ class Activity:
         return self.end_ns - self.start_ns
 
 
-def activity_kind(event: object) -> str:
-    """Kineto's activity type ('kernel', 'gpu_memcpy', 'cpu_op', …); older torch lacks the method, and
-    then GPU work is told apart by the names Kineto gives copies and memsets."""
-    if _event_activity_type is not None:
-        return str(_event_activity_type(event))
-    name = event_name(event)
-    if event_device_type(event) != clock.CUDA_DEVICE_TYPE:
-        return "cpu_event"
+def _kind_by_name(name: str) -> str:
+    """The activity type of GPU work on torch that lacks the method, from the names Kineto gives."""
     return (
         "gpu_memcpy" if name.startswith("Memcpy") else "gpu_memset" if name.startswith("Memset") else "kernel"
     )
 
 
-def _is_work(event: object) -> bool:
-    kind = str(_event_activity_type(event)) if _event_activity_type is not None else ""
-    return kind not in NOT_WORK_KINDS and "sync" not in event_name(event).lower()
+def activity_kind(event: object) -> str:
+    """Kineto's activity type ('kernel', 'gpu_memcpy', 'cpu_op', …); older torch lacks the method, and
+    then GPU work is told apart by the names Kineto gives copies and memsets."""
+    if _event_activity_type is not None:
+        return str(_event_activity_type(event))
+    if event_device_type(event) != clock.CUDA_DEVICE_TYPE:
+        return "cpu_event"
+    return _kind_by_name(event_name(event))
+
+
+def gpu_work(events: Iterable[object]) -> list[Activity]:
+    """The work among Kineto's events: what ran on the GPU, less waits, annotations, bookkeeping and
+    synchronisations. Each accessor is called once per event, and only the device type for the host's
+    events (the runtime calls, most of the records): a timed config reads thousands at each checkpoint."""
+    cuda, kind_of = clock.CUDA_DEVICE_TYPE, _event_activity_type
+    found = []
+    for event in events:
+        if event_device_type(event) != cuda:
+            continue
+        name = event_name(event)
+        kind = str(kind_of(event)) if kind_of is not None else _kind_by_name(name)
+        if kind in NOT_WORK_KINDS or "sync" in name.lower():
+            continue
+        start = event_start_ns(event)
+        found.append(Activity(name, start, start + event_duration_ns(event), kind))
+    return found
 
 
 class ActivityRecorder:
@@ -76,16 +93,7 @@ class ActivityRecorder:
         results = self._profile.kineto_results
         if results is None:
             raise RuntimeError("the profiler returned no results")
-        return [
-            Activity(
-                event_name(event),
-                event_start_ns(event),
-                event_start_ns(event) + event_duration_ns(event),
-                activity_kind(event),
-            )
-            for event in result_events(results)
-            if event_device_type(event) == clock.CUDA_DEVICE_TYPE and _is_work(event)
-        ]
+        return gpu_work(result_events(results))
 
 
 def work_between(
