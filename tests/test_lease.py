@@ -131,7 +131,7 @@ class Stub:
     """A worker as the lease sees one: alive, its pid (a process with no children), no request under way."""
 
     def __init__(self, pid: int) -> None:
-        self.alive, self.in_flight, self.paused = True, 0, False
+        self.alive, self.device_work_in_flight, self.paused = True, False, False
         self.process = SimpleNamespace(pid=pid)
         self.stopped: list[int] = []  # it starts nothing, so pausing it finds nothing to stop
 
@@ -182,6 +182,47 @@ def test_a_window_settles_only_after_work_it_could_see(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@pytest.mark.parametrize("other_busy", [True, False])
+def test_a_hold_settles_after_pausing_a_worker_only_if_it_could_have_queued_device_work(
+    other_busy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate paused in the middle of a request may have left GPU work that NVML shows a period
+    later: the first window waits it out. A new worker still importing (only its ping unanswered) has no
+    context to queue work on: no wait."""
+    clock = [100.0]
+    monkeypatch.setattr(
+        lease_module,
+        "time",
+        SimpleNamespace(monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s)),
+    )
+    sleeper = subprocess.Popen(SLEEP)
+    try:
+        owner, other = Stub(sleeper.pid), Stub(sleeper.pid)
+        other.device_work_in_flight = other_busy
+        lease = TimingLease(gpu=True, probe=Settling("a stand-in"))
+        lease.register(other)  # type: ignore[arg-type]
+        lease.register(owner)  # type: ignore[arg-type]
+        clock[0] += 10.0  # their steps, if any, long over
+        with lease.hold(owner=owner) as hold:  # type: ignore[arg-type]
+            hold.window(owner, lambda: "timed")  # type: ignore[arg-type]
+        assert hold.settle_s == (0.5 if other_busy else 0.0)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_only_a_request_other_than_a_ping_counts_as_device_work_in_flight() -> None:
+    worker = object.__new__(WorkerProcess)
+    worker._expected = {}
+    assert not worker.device_work_in_flight
+    worker._expected[1] = Ping
+    assert not worker.device_work_in_flight, "a new worker importing has no context"
+    worker._expected[2] = Prepare
+    assert worker.device_work_in_flight
+    del worker._expected[1]
+    assert worker.device_work_in_flight
 
 
 def test_a_verdict_sums_what_its_holds_waited_for() -> None:

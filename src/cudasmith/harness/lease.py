@@ -228,8 +228,9 @@ class Hold:
             # on the CPU that is work beside the window. On a GPU its device work is done in steps.
             self._paused += lease._judges_of_others(session)
         pausing = time.monotonic()
-        # A worker paused in the middle of a request may have had GPU work queued until now.
-        self._busy_at_pause = pausing if any(worker.in_flight for worker in self._paused) else 0.0
+        # A worker paused in the middle of a request may have had GPU work queued until now; one still
+        # importing (a new worker, asked only whether it is up) has no context to queue any on.
+        self._busy_at_pause = pausing if any(w.device_work_in_flight for w in self._paused) else 0.0
         pause_workers(self._paused, gpu_only=lease.gpu)
         self.pause_s = time.monotonic() - pausing
 

@@ -26,6 +26,7 @@ from cudasmith.harness.messages import (
     Failed,
     Finish,
     LoadSolution,
+    Ping,
     Request,
     WorkerSetup,
     read_reply,
@@ -223,14 +224,13 @@ class WorkerProcess:
         # Requests from several threads (the judge's worker is shared by the candidates in flight) are
         # answered one at a time: a request and its answer are never interleaved with another's.
         self._request_lock = threading.Lock()
-        # Requests sent and not yet answered: a worker with one is busy, not idle, when it is paused.
-        self.in_flight = 0
         # Pauses (see pause()): the processes stopped now, since when, and the seconds paused before.
         self._pause_lock = threading.Lock()
         self._stopped: list[int] = []
         self._paused_at: float | None = None
         self._paused_before_s = 0.0
-        # Each request sent and not yet answered, by id: what its answer must be.
+        # Each request sent and not yet answered, by id: what its answer must be (a worker with one is
+        # busy, not idle, when it is paused: see device_work_in_flight).
         self._expected: dict[int, type] = {}
         # The worker's count of messages sent, as its last answer said (finish() compares it).
         self._worker_sent: object = None
@@ -247,13 +247,19 @@ class WorkerProcess:
         """A value the supervisor reported (worker_pid, network, filesystem, exit, over_memory…), or None."""
         return next((line[key] for line in self._status_lines if key in line), None)
 
+    @property
+    def device_work_in_flight(self) -> bool:
+        """Whether a request sent and not yet read back could have queued work on the device: any but a
+        Ping, which a new worker answers once it has imported, before it has a CUDA context or any
+        solution (what a timing hold waits out, see lease.Hold)."""
+        return any(kind is not Ping for kind in tuple(self._expected.values()))
+
     def send(self, request: Request) -> int:
         """Send a request without waiting; returns its id."""
         request_id = next(self._ids)
         if isinstance(request, LoadSolution) and self.scratch is not None:
             staged = self.scratch.stage(Path(request.solution))
             request = replace(request, solution=str(staged), origin=request.solution)
-        self.in_flight += 1
         self._expected[request_id] = type(request)
         with contextlib.suppress(OSError):  # the worker is gone; wait() reports how
             protocol.send(self.requests, request_header(request, request_id))
@@ -278,7 +284,6 @@ class WorkerProcess:
             raise WorkerFailure(
                 Status.TIMEOUT, f"no answer within {timeout_s:g} s while {what} (worker killed)"
             )
-        self.in_flight = max(0, self.in_flight - 1)
         try:
             header, _ = protocol.receive(self.replies)
         except EOFError:
