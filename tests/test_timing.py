@@ -85,6 +85,29 @@ def test_a_median_known_to_one_tick_of_a_coarse_clock_stops_the_rule() -> None:
 
     assert not timing.within_one_tick([1.0, 1.0, 2.0, 2.0, 2.0])  # a tick of 50 % of the median
     assert timing.clock_tick([1.0, 1.0 + 1e-9, 1.5]) == pytest.approx(0.5)  # under a nanosecond: one tick
+    assert timing.clock_tick([1.0, 1.0 + 2e-6, 1.5]) == pytest.approx(0.5, abs=2e-6)  # 2 ns: one tick
+
+
+def test_a_tick_read_with_a_nanosecond_of_jitter_is_still_one_tick() -> None:
+    """Spans of a 1.5 µs kernel as an H100 reads them (ns: count): each tick of 32 ns read a nanosecond either
+    side. With the median between two ticks the interval is one tick wide (0.54 % of the median as a
+    standard error, over the target): the rule stops there, as on an exact grid, not at the sample cap."""
+    counts = {1439: 2, 1440: 20, 1441: 3, 1471: 4, 1472: 30, 1473: 5, 1503: 3, 1504: 40, 1505: 4}
+    counts |= {1535: 5, 1536: 45, 1537: 3, 1567: 2, 1568: 30, 1569: 2, 1599: 1, 1600: 20, 1601: 2}
+    samples = sorted(ns * 1e-6 for ns, n in counts.items() for _ in range(n))
+    assert timing.clock_tick(samples) == pytest.approx(32e-6)
+    low, high = median_ci95(samples)
+    assert (round(low * 1e6), round(high * 1e6)) == (1504, 1536)
+    assert median_rel_stderr(samples) > timing.TARGET_REL_STDERR
+    assert timing.within_one_tick(samples)
+    rule = StopRule(TimingPlan(min_sampling_s=0.0))
+    rule.judge_on(samples)
+    rule.count = len(samples)
+    assert rule.reason() == "noise target"
+    # Bounds two ticks apart are not one tick, jitter or not.
+    wide = sorted([1631e-6] * 30 + [1664e-6] * 5 + [1697e-6] * 30)
+    assert timing.clock_tick(wide) == pytest.approx(33e-6)
+    assert not timing.within_one_tick(wide)
     assert timing.clock_tick([1.0, 1.0 + 1e-9]) == 0.0
     spread = StopRule(TimingPlan(min_sampling_s=0.0, max_seconds=10.0))
     spread.judge_on([1e-3 + k * 2e-6 for k in range(60)])  # a fine clock, 12 % spread: sampling goes on

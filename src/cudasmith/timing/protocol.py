@@ -59,9 +59,12 @@ TARGET_REL_STDERR = 0.005
 # where that tick is at most MAX_TICK_REL of the median (the repeatability promised under 20 µs). On an
 # H100 the CUPTI spans of a 1.5 µs kernel fall on values 32 ns apart: an interval of one tick is 2 % wide,
 # under the 0.5 % target only when both bounds land on the same tick (243 to 600 samples, or no stop).
-# Gaps between sample values under TICK_FLOOR_MS (a nanosecond) are the arithmetic's, not a tick.
+# The spans are read off two timestamps each rounded to the nanosecond, so a tick's values spread by a
+# nanosecond or two (1631 to 1633 ns, 1663 to 1665 ns, … on an H100): values within TICK_JITTER_MS of
+# their neighbour are one tick. Read as a tick, that jitter left the rule a 1 ns tick, and a 1.5 µs
+# kernel sampled to the 600-sample cap (1.2 s instead of 0.1 s) whenever its median fell between ticks.
 MAX_TICK_REL = 0.03
-TICK_FLOOR_MS = 1e-6
+TICK_JITTER_MS = 2.5e-6
 # The stop reason of a measurement that met the noise target (any other left its median noisier).
 NOISE_TARGET_STOP = "noise target"
 # A tenth of a second of sampling (hundreds of samples of a short kernel, ten or more of a long one) gives
@@ -131,22 +134,32 @@ def median_ci95(ordered: list[float]) -> tuple[float, float]:
     return ordered[low], ordered[high]
 
 
+def _tick_groups(ordered: list[float]) -> list[list[float]]:
+    """Sorted samples in groups, each value within TICK_JITTER_MS of the one before it: one tick each."""
+    groups: list[list[float]] = []
+    for value in ordered:
+        if groups and value - groups[-1][-1] <= TICK_JITTER_MS:
+            groups[-1].append(value)
+        else:
+            groups.append([value])
+    return groups
+
+
 def clock_tick(ordered: list[float]) -> float:
-    """The clock's tick as sorted samples show it: the smallest gap between two values that differ by a
-    nanosecond or more (TICK_FLOOR_MS; closer ones are the same tick); 0.0 where no two values differ."""
-    return min(
-        (high - low for low, high in itertools.pairwise(ordered) if high - low >= TICK_FLOOR_MS), default=0.0
-    )
+    """The clock's tick as sorted samples show it: the smallest gap between the medians of two adjacent
+    ticks' values (see TICK_JITTER_MS); 0.0 where all values are one tick."""
+    centres = [statistics.median(group) for group in _tick_groups(ordered)]
+    return min((high - low for low, high in itertools.pairwise(centres)), default=0.0)
 
 
 def within_one_tick(ordered: list[float]) -> bool:
     """Whether the median's 95 % interval spans at most one tick of a clock that ticks (quantised samples),
-    a tick of at most MAX_TICK_REL of the median."""
+    a tick of at most MAX_TICK_REL of the median; each bound may be off its tick by the jitter."""
     tick = clock_tick(ordered)
-    if tick <= 0 or tick > MAX_TICK_REL * statistics.median(ordered):  # no tick: fewer than two values
+    if tick <= 0 or tick > MAX_TICK_REL * statistics.median(ordered):  # no tick: all values are one
         return False
     low, high = median_ci95(ordered)
-    return high - low <= tick * (1 + 1e-6)
+    return high - low <= tick + 2 * TICK_JITTER_MS
 
 
 def median_rel_stderr(ordered: list[float]) -> float:
