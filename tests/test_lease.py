@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -142,6 +143,24 @@ class Stub:
         pass
 
 
+@contextmanager
+def settling_lease(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TimingLease, list[float], int]]:
+    """A GPU lease whose probe's samples lag by half a second, on a clock the test moves (a sleep moves
+    it), and the pid of a sleeping process for stand-in workers to carry."""
+    clock = [100.0]
+    monkeypatch.setattr(
+        lease_module,
+        "time",
+        SimpleNamespace(monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s)),
+    )
+    sleeper = subprocess.Popen(SLEEP)
+    try:
+        yield TimingLease(gpu=True, probe=Settling("a stand-in")), clock, sleeper.pid
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 @pytest.mark.parametrize(
     ("last_step_of", "timing", "settles"),
     [
@@ -157,16 +176,8 @@ def test_a_window_settles_only_after_work_it_could_see(
 ) -> None:
     """NVML's samples lag: a window waits out a sampling period after the work of a process its check
     watches, not after the timed worker's own work or the judge's workers' (not counted against it)."""
-    clock = [100.0]
-    monkeypatch.setattr(
-        lease_module,
-        "time",
-        SimpleNamespace(monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s)),
-    )
-    sleeper = subprocess.Popen(SLEEP)
-    try:
-        owner, other, judges = Stub(sleeper.pid), Stub(sleeper.pid), Stub(sleeper.pid)
-        lease = TimingLease(gpu=True, probe=Settling("a stand-in"))
+    with settling_lease(monkeypatch) as (lease, _, pid):
+        owner, other, judges = Stub(pid), Stub(pid), Stub(pid)
         lease.register(judges, trusted=True)  # type: ignore[arg-type]
         worker = {
             "another candidate": other,
@@ -179,9 +190,6 @@ def test_a_window_settles_only_after_work_it_could_see(
         with lease.hold(owner=owner) as hold:  # type: ignore[arg-type]
             hold.window(worker[timing], lambda: "timed")  # type: ignore[arg-type]
         assert hold.settle_s == (0.5 if settles else 0.0)
-    finally:
-        sleeper.kill()
-        sleeper.wait()
 
 
 @pytest.mark.parametrize("other_busy", [True, False])
@@ -191,26 +199,15 @@ def test_a_hold_settles_after_pausing_a_worker_only_if_it_could_have_queued_devi
     """A candidate paused in the middle of a request may have left GPU work that NVML shows a period
     later: the first window waits it out. A new worker still importing (only its ping unanswered) has no
     context to queue work on: no wait."""
-    clock = [100.0]
-    monkeypatch.setattr(
-        lease_module,
-        "time",
-        SimpleNamespace(monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s)),
-    )
-    sleeper = subprocess.Popen(SLEEP)
-    try:
-        owner, other = Stub(sleeper.pid), Stub(sleeper.pid)
+    with settling_lease(monkeypatch) as (lease, clock, pid):
+        owner, other = Stub(pid), Stub(pid)
         other.device_work_in_flight = other_busy
-        lease = TimingLease(gpu=True, probe=Settling("a stand-in"))
         lease.register(other)  # type: ignore[arg-type]
         lease.register(owner)  # type: ignore[arg-type]
         clock[0] += 10.0  # their steps, if any, long over
         with lease.hold(owner=owner) as hold:  # type: ignore[arg-type]
             hold.window(owner, lambda: "timed")  # type: ignore[arg-type]
         assert hold.settle_s == (0.5 if other_busy else 0.0)
-    finally:
-        sleeper.kill()
-        sleeper.wait()
 
 
 def test_only_a_request_other_than_a_ping_counts_as_device_work_in_flight() -> None:
