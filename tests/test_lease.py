@@ -21,7 +21,7 @@ import pytest
 from cudasmith.harness import lease as lease_module
 from cudasmith.harness.exclusive import CpuActivity, GpuActivity, Unverified, WindowCheck, cpu_seconds
 from cudasmith.harness.lease import MAX_RETIMES, TimingLease
-from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, WorkerSetup
+from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, Run, Time, WorkerSetup
 from cudasmith.harness.pausing import pause_workers, worker_processes
 from cudasmith.harness.process import WorkerProcess
 from cudasmith.harness.results import TimingReport
@@ -210,15 +210,20 @@ def test_a_hold_settles_after_pausing_a_worker_only_if_it_could_have_queued_devi
         assert hold.settle_s == (0.5 if other_busy else 0.0)
 
 
-def test_only_a_request_other_than_a_ping_counts_as_device_work_in_flight() -> None:
+def test_only_a_request_that_can_run_kernels_counts_as_device_work_in_flight() -> None:
     worker = object.__new__(WorkerProcess)
     worker._expected = {}
     assert not worker.device_work_in_flight
     worker._expected[1] = Ping
     assert not worker.device_work_in_flight, "a new worker importing has no context"
     worker._expected[2] = Prepare
+    assert not worker.device_work_in_flight, "a context and two one-element fills: NVML shows 0 %"
+    worker._expected[3] = Run
     assert worker.device_work_in_flight
-    del worker._expected[1]
+    del worker._expected[1], worker._expected[2]
+    assert worker.device_work_in_flight
+    worker._expected[4] = Time
+    del worker._expected[3]
     assert worker.device_work_in_flight
 
 

@@ -27,6 +27,7 @@ from cudasmith.harness.messages import (
     Finish,
     LoadSolution,
     Ping,
+    Prepare,
     Request,
     WorkerSetup,
     read_reply,
@@ -55,6 +56,8 @@ WAIT_SLICE_S = 0.25
 TOKEN_ENV = "CUDASMITH_WORKER_TOKEN"
 # The byte glibc writes into freed and newly allocated heap memory of candidate workers.
 MALLOC_PERTURB_BYTE = 0xA5
+# Requests whose device work NVML's samples do not show (see WorkerProcess.device_work_in_flight).
+_NO_DEVICE_WORK = (Ping, Prepare)
 # Environment variables that look like credentials never reach candidate code.
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.I)
 # What PyTorch's profiler (Kineto) prints on stderr each time it starts and stops: the judge's, not the
@@ -249,10 +252,13 @@ class WorkerProcess:
 
     @property
     def device_work_in_flight(self) -> bool:
-        """Whether a request sent and not yet read back could have queued work on the device: any but a
-        Ping, which a new worker answers once it has imported, before it has a CUDA context or any
-        solution (what a timing hold waits out, see lease.Hold)."""
-        return any(kind is not Ping for kind in tuple(self._expected.values()))
+        """Whether a request sent and not yet read back could have queued work on the device that NVML's
+        samples would show (what a timing hold waits out, see lease.Hold): any but a Ping, which a new
+        worker answers once it has imported, before it has a CUDA context or any solution, and a Prepare,
+        whose device work is the context and two one-element fills, microseconds that NVML's whole
+        percentages of a sampling period show as 0 (on an H100, 8 of 16 holds of a stream waited
+        103-156 ms for a spare's Prepare)."""
+        return any(kind not in _NO_DEVICE_WORK for kind in tuple(self._expected.values()))
 
     def send(self, request: Request) -> int:
         """Send a request without waiting; returns its id."""
