@@ -198,6 +198,9 @@ def kernelbench_ms(launch: Callable[[], None], device: str) -> float:
 # --min-sampling-s: the protocol's shortest sampling time replaced, to see what a shorter one costs in
 # agreement across processes and in sensitivity (None: the protocol's own).
 MIN_SAMPLING_S: float | None = None
+# --warmup-ms: the protocol's warm-up time replaced (every kernel here but a child's first is timed right
+# after another, as a config's window follows another in a candidate's hold).
+WARMUP_MS: float | None = None
 
 
 def plan_for(device: str, quick: bool) -> Any:
@@ -213,7 +216,9 @@ def plan_for(device: str, quick: bool) -> Any:
         plan = default_plan(device, launch_us=calibrated_launch_us())
     else:
         plan = default_plan(device)
-    return plan if MIN_SAMPLING_S is None else replace(plan, min_sampling_s=MIN_SAMPLING_S)
+    if MIN_SAMPLING_S is not None:
+        plan = replace(plan, min_sampling_s=MIN_SAMPLING_S)
+    return plan if WARMUP_MS is None else replace(plan, warmup_ms=WARMUP_MS)
 
 
 def prepare_like_a_worker(device: str) -> None:
@@ -529,12 +534,17 @@ def main() -> None:
         type=float,
         help="shortest sampling time of our protocol (default: the protocol's), to try a shorter one",
     )
+    parser.add_argument(
+        "--warmup-ms",
+        type=float,
+        help="warm-up time of our protocol (default: the protocol's), to try a shorter one",
+    )
     parser.add_argument("--json", type=Path, help="write every number here")
     parser.add_argument("--child", choices=("measure", "sensitivity", "ncu-target"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global MIN_SAMPLING_S
-    MIN_SAMPLING_S = args.min_sampling_s
+    global MIN_SAMPLING_S, WARMUP_MS
+    MIN_SAMPLING_S, WARMUP_MS = args.min_sampling_s, args.warmup_ms
     kernels = GPU_KERNELS if args.device == "cuda" else CPU_KERNELS
     names = GPU_SENSITIVITY if args.device == "cuda" else CPU_SENSITIVITY
     if args.child == "ncu-target":
@@ -563,12 +573,15 @@ def main() -> None:
         args.device,
         *(["--quick"] if args.quick else []),
         *(["--min-sampling-s", str(args.min_sampling_s)] if args.min_sampling_s is not None else []),
+        *(["--warmup-ms", str(args.warmup_ms)] if args.warmup_ms is not None else []),
         "--sensitivity-runs",
         str(args.sensitivity_runs),
     ]
     notes: list[str] = []
     if args.min_sampling_s is not None:
         notes.append(f"ours sampled for at least {args.min_sampling_s:g} s per kernel (--min-sampling-s)")
+    if args.warmup_ms is not None:
+        notes.append(f"ours warmed up for {args.warmup_ms:g} ms per kernel (--warmup-ms)")
 
     def left() -> float:
         return args.budget_s - (time.monotonic() - started)

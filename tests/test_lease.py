@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,12 +21,13 @@ import pytest
 
 from cudasmith.harness import lease as lease_module
 from cudasmith.harness.exclusive import CpuActivity, GpuActivity, Unverified, WindowCheck, cpu_seconds
-from cudasmith.harness.lease import MAX_RETIMES, TimingLease
-from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, Run, Time, WorkerSetup
+from cudasmith.harness.lease import FOLLOWING_S, MAX_RETIMES, TimingLease
+from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, Run, Time, TimeSpec, WorkerSetup
 from cudasmith.harness.pausing import pause_workers, worker_processes
 from cudasmith.harness.process import WorkerProcess
 from cudasmith.harness.results import TimingReport
 from cudasmith.harness.timed import exclusivity, waited
+from cudasmith.timing.protocol import WARMUP_MS, WARMUP_MS_FOLLOWING, TimingPlan
 
 from conftest import PROBLEMS
 
@@ -225,6 +227,35 @@ def test_only_a_request_that_can_run_kernels_counts_as_device_work_in_flight() -
     worker._expected[4] = Time
     del worker._expected[3]
     assert worker.device_work_in_flight
+
+
+@pytest.mark.parametrize(
+    ("gpu", "gap_s", "warmup_ms"),
+    [
+        (True, None, WARMUP_MS),  # the hold's first window: the device may have idled
+        (True, 0.3, WARMUP_MS_FOLLOWING),  # a re-check's length after the last window
+        (True, FOLLOWING_S + 0.1, WARMUP_MS),  # long enough for the clocks to fall
+        (False, 0.3, WARMUP_MS),  # the fidelity evidence is a GPU's
+    ],
+)
+def test_a_window_right_after_another_on_a_gpu_warms_up_shorter(
+    gpu: bool, gap_s: float | None, warmup_ms: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with settling_lease(monkeypatch) as (lease, clock, pid):
+        lease.gpu = gpu
+        owner = Stub(pid)
+        lease.register(owner)  # type: ignore[arg-type]
+        spec = TimeSpec(0, {"n": 1}, 1, (2, 3), TimingPlan())
+        seen: list[TimeSpec] = []
+        with lease.hold(owner=owner) as hold:  # type: ignore[arg-type]
+            if gap_s is not None:
+                hold.window(owner, lambda: seen.append(hold.timed(spec)))  # type: ignore[arg-type]
+                clock[0] += gap_s
+            hold.window(owner, lambda: seen.append(hold.timed(spec)))  # type: ignore[arg-type]
+    assert seen[0].plan.warmup_ms == WARMUP_MS, "a hold's first window keeps the protocol's warm-up"
+    assert seen[-1].plan.warmup_ms == warmup_ms
+    assert seen[-1].plan.warmup_calls == spec.plan.warmup_calls, "as many warm-up calls either way"
+    assert replace(seen[-1], plan=spec.plan) == spec, "only the warm-up time changes"
 
 
 def test_a_verdict_sums_what_its_holds_waited_for() -> None:

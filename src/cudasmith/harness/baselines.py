@@ -246,12 +246,12 @@ class SessionBaselines:
         if before is not None:
             result.history_ms = list(before.history_ms)
             result.previous = before.previous
-        request = Time(replace(spec, baseline=name, checks=0))
+        request = replace(spec, baseline=name, checks=0)
         try:
             worker = self._ready()
             reply, result.window = hold.window(
                 worker,
-                lambda: worker.request(request, BASELINE_TIMEOUT_S, what),
+                lambda: worker.request(Time(hold.timed(request)), BASELINE_TIMEOUT_S, what),
                 lambda reply: not isinstance(reply, Failed),
             )
         except WorkerFailure as failure:

@@ -21,19 +21,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from cudasmith.harness.exclusive import ActivityProbe, CpuActivity, Unverified
+from cudasmith.harness.messages import TimeSpec
 from cudasmith.harness.pausing import pause_workers, process_tree, worker_processes
 from cudasmith.harness.pool import PrepareGate
 from cudasmith.harness.process import WorkerProcess
+from cudasmith.timing.protocol import WARMUP_MS_FOLLOWING
 
 # A window found shared is timed again at most this many times; after that its time is kept and
 # flagged, and no speedup is reported from it.
 MAX_RETIMES = 2
 # How long a worker's last step is remembered: far longer than any settling (exclusive.NVML_PERIOD_S).
 ENDS_KEPT_S = 30.0
+# A window on a GPU that starts at most this long after the hold's previous one ended (a re-check of
+# timed outputs between them) follows it: its warm-up is protocol.WARMUP_MS_FOLLOWING.
+FOLLOWING_S = 0.5
 
 Result = TypeVar("Result")
 
@@ -222,6 +227,7 @@ class Hold:
         # holds (drain_s), the other workers to show as stopped (pause_s), NVML's samples to settle.
         self.drain_s = drain_s
         self.settle_s = 0.0
+        self._last_end: float | None = None  # when the hold's last window ended
         self._paused = [w for w in lease._alive(trusted=False) if w is not owner]
         if not lease.gpu:
             # Another session's judge may be importing torch or loading its problem (outside any step):
@@ -246,6 +252,14 @@ class Hold:
                 trusted.update(processes)
         own = timed.status("worker_pid")
         return [p for p in watched if p != own], trusted
+
+    def timed(self, spec: TimeSpec) -> TimeSpec:
+        """`spec` as the window starting now times it: on a GPU, a window that follows the hold's previous
+        one (FOLLOWING_S) warms up for WARMUP_MS_FOLLOWING, not the plan's time; its calls are as many."""
+        last, plan = self._last_end, spec.plan
+        if not self.lease.gpu or last is None or time.monotonic() - last > FOLLOWING_S:
+            return spec
+        return replace(spec, plan=replace(plan, warmup_ms=min(plan.warmup_ms, WARMUP_MS_FOLLOWING)))
 
     def window(
         self,
@@ -285,6 +299,7 @@ class Hold:
                 return result, window
         finally:
             self.lease._ended(timed)
+            self._last_end = time.monotonic()
             for worker in extra:
                 worker.resume()
 

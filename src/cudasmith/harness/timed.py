@@ -181,11 +181,11 @@ def time_config(
     if eager.measurement is None:
         raise HarnessError(f"the reference failed while timing eager PyTorch on {name}: {eager.error}")
     judge.progress(f"timing {name}", 0, 0)
-    request, limit_s = Time(spec), timing_limit_s(judge, result.index)
+    limit_s = timing_limit_s(judge, result.index)
 
     def run() -> Timed | Failed | WorkerFailure:
         try:
-            reply: Timed | Failed = candidate.request(request, limit_s, f"timing {name}")
+            reply: Timed | Failed = candidate.request(Time(hold.timed(spec)), limit_s, f"timing {name}")
         except WorkerFailure as failure:
             return failure
         return reply
