@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -35,6 +34,7 @@ from cudasmith.exec.prebuild import (
     needs_build,
     slow_build,
 )
+from cudasmith.tempdirs import owned_tempdir
 from cudasmith.wording import plural
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class BuildsAhead:
         self.target = build_target([options.device])
         self.workers = default_build_workers(1) if workers is None else workers
         self.results: dict[str, BuildResult] = {}
-        self._scratch = Path(tempfile.mkdtemp(prefix="cudasmith-ahead-"))
+        self._scratch = owned_tempdir("cudasmith-ahead-")
         self._lock = threading.Condition()
         self._queue: list[Job] = []
         self._waited: set[str] = set()  # sources whose solutions wait for their build

@@ -15,7 +15,6 @@ Candidate workers need no such care: each serves one candidate and dies with it.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import Verdict
 from cudasmith.tasks.problem import Problem
+from cudasmith.tempdirs import owned_tempdir
 
 
 class JudgeSession(Protocol):
@@ -69,7 +69,7 @@ class Lane:
         self.device = device
         self.factory = factory
         self.in_flight = in_flight
-        self.scratch = Path(tempfile.mkdtemp(prefix="cudasmith-lane-"))
+        self.scratch = owned_tempdir("cudasmith-lane-")
         self.sessions: dict[SessionKey, _Open] = {}
         self.sessions_opened = 0
         self.restarts = 0

@@ -6,10 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 import time
 from functools import partial
-from pathlib import Path
 
 from cudasmith.errors import UsageError
 from cudasmith.exec.base import Executor
@@ -21,6 +19,7 @@ from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.process import visible_gpu
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import Verdict
+from cudasmith.tempdirs import owned_tempdir
 
 
 def lane_devices(device: str, gpus: str | None = None) -> list[str]:
@@ -89,7 +88,7 @@ class LocalExecutor(Executor):
         `in_flight`: candidates each lane judges at once (default from the cores the lanes share)."""
         in_flight = in_flight or default_in_flight(devices[0], len(devices))
         workers = default_build_workers(len(devices)) if build_workers is None else build_workers
-        self._scratch = Path(tempfile.mkdtemp(prefix="cudasmith-build-"))
+        self._scratch = owned_tempdir("cudasmith-build-")
         builder = partial(self._build_one, target=build_target(devices)) if workers else None
         self._samplers: dict[str, BusySampler] = {}
         for device in devices:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import HarnessError, UsageError
@@ -24,6 +22,7 @@ from cudasmith.exec.jobs import Job
 from cudasmith.exec.prebuild import BUILD_TIMEOUT_S, BuildResult, build
 from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.verdict import Verdict
+from cudasmith.tempdirs import owned_tempdir
 
 # One start-up message is enough: Ray's own logs stay in its session folder.
 RAY_INIT = {"include_dashboard": False, "log_to_driver": False, "logging_level": "error"}
@@ -64,7 +63,7 @@ class LaneActor:
 
 
 def _build_task(job: Job, target: str | None) -> BuildResult:
-    scratch = Path(tempfile.mkdtemp(prefix="cudasmith-build-"))
+    scratch = owned_tempdir("cudasmith-build-")
     try:
         return build(job, scratch, target)
     finally:

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from cudasmith.runtime.cache import (
     extension_root,
     extensions_base,
 )
+from cudasmith.tempdirs import owned_tempdir
 
 # The file in a build folder that holds its seal.
 SEAL_FILE = ".cudasmith-seal"
@@ -112,7 +112,7 @@ class Scratch:
     """One candidate worker's scratch folder and policy, made before it starts and removed after."""
 
     def __init__(self, problem: Path) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="cudasmith-scratch-"))
+        self.root = owned_tempdir("cudasmith-scratch-")
         for name in ("tmp", "home", "cache", "solution"):
             (self.root / name).mkdir()
         builds = extensions_base(os.environ.get("TORCH_EXTENSIONS_DIR"))
