@@ -113,3 +113,24 @@ def test_a_process_sweeps_each_prefix_once(in_tmp: Path, monkeypatch: pytest.Mon
     for prefix in (PREFIX, PREFIX, "cudasmith-lane-", PREFIX):
         owned_tempdir(prefix)
     assert sweeps == [PREFIX, "cudasmith-lane-"]
+
+
+def test_an_owner_whose_proc_entry_cannot_be_read_is_kept(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = namespace()
+    hidden, dead = 4194000, 999999999  # an entry /proc refuses to show (hidepid, a confined reader); none
+    read_text = Path.read_text
+
+    def refusing(path: Path, *args: object, **kwargs: object) -> str:
+        if str(path) == f"/proc/{hidden}/stat":
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", refusing)
+    unreadable = in_tmp / f"{PREFIX}{ns}.{hidden}.1-unreadable"
+    gone = in_tmp / f"{PREFIX}{ns}.{dead}.1-dead"
+    for folder in (unreadable, gone):
+        folder.mkdir()
+    assert sweep_orphans(in_tmp, PREFIX, ns) == [gone]
+    assert unreadable.is_dir()
