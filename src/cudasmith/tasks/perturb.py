@@ -32,7 +32,7 @@ _INT_VIEW = {8: torch.int64, 4: torch.int32, 2: torch.int16}
 # splitmix64's constants, and the odd multiplier that spreads element positions over the seed.
 _GAMMA, _MIX1, _MIX2, _SPREAD = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD1B54A32D192ED03
 
-_BODY = r"""
+_MIX = r"""
 typedef unsigned long long u64;
 DEVICE u64 cudasmith_mix(u64 z) {
     z += 0x9E3779B97F4A7C15ull;
@@ -40,6 +40,10 @@ DEVICE u64 cudasmith_mix(u64 z) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+"""
+# The element's choice is the low bit of the mix of the seed and its position; its exponent decides
+# whether it is a normal value (neither zero/subnormal nor Inf/NaN).
+_FLIP = r"""
 DEVICE void cudasmith_flip(void* data, long i, long width, u64 seed, u64 exponent_bits, int bit) {
     if (!(cudasmith_mix(seed ^ ((u64)i * 0xD1B54A32D192ED03ull)) & 1ull)) return;
     if (width == 4) {
@@ -54,20 +58,35 @@ DEVICE void cudasmith_flip(void* data, long i, long width, u64 seed, u64 exponen
     }
 }
 """
+# On the CPU one loop per width, the flip chosen without a branch: the compiler vectorises the mix, which
+# makes the pass some 30 times faster than cudasmith_flip's per-element branches (2 x 3M float32: 0.5 ms
+# against 16 ms on 2 cores), the same bits.
 C_SOURCE = (
     "#define DEVICE static inline\n"
-    + _BODY
+    + _MIX
     + r"""
+#define CUDASMITH_FLIP_ALL(T) {                                                                       \
+    T* p = (T*)data; const T exponent = (T)exponent_bits, mask = (T)((T)1 << bit);                   \
+    _Pragma("omp parallel for simd")                                                                 \
+    for (long i = 0; i < n; ++i) {                                                                   \
+        T chosen = (T)(cudasmith_mix(seed ^ ((u64)i * 0xD1B54A32D192ED03ull)) & 1ull);               \
+        T e = p[i] & exponent;                                                                       \
+        T normal = (T)(e != 0 && e != exponent);                                                     \
+        p[i] ^= (T)(mask & (T)(0 - (T)(chosen & normal)));                                           \
+    }                                                                                                \
+}
 void cudasmith_perturb(void* data, long n, long width, unsigned long long seed, unsigned long long exponent_bits,
                        int bit) {
-    #pragma omp parallel for
-    for (long i = 0; i < n; ++i) cudasmith_flip(data, i, width, seed, exponent_bits, bit);
+    if (width == 4) CUDASMITH_FLIP_ALL(unsigned int)
+    else if (width == 2) CUDASMITH_FLIP_ALL(unsigned short)
+    else CUDASMITH_FLIP_ALL(u64)
 }
 """
 )
 CUDA_SOURCE = (
     "#define DEVICE __device__ __forceinline__\n"
-    + _BODY
+    + _MIX
+    + _FLIP
     + r"""
 extern "C" __global__ void cudasmith_perturb(void* data, long n, long width, unsigned long long seed,
                                              unsigned long long exponent_bits, int bit) {
