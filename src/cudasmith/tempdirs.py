@@ -35,13 +35,15 @@ _lock = threading.Lock()
 def _start_ticks(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (/proc/PID/stat's 22nd field), or None."""
     try:
-        return _stat_start(Path(f"/proc/{pid}/stat").read_text())
+        return _read_start(pid)
     except OSError:
         return None
 
 
-def _stat_start(stat: str) -> int | None:
-    """The start time in a /proc/PID/stat line, or None where the line does not hold one."""
+def _read_start(pid: int) -> int | None:
+    """The start time /proc/PID/stat holds, or None where its line holds none; OSError where it cannot be
+    read (FileNotFoundError: no such process)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
     # The command name may hold spaces and parentheses: the fields after it start past the last ')'.
     fields = stat[stat.rfind(")") + 2 :].split()
     try:
@@ -85,12 +87,11 @@ def _owner_gone(pid: int, start: int) -> bool:
     """True only where /proc says so: no such process, or one started at another time. An entry that exists
     but cannot be read (another user's under hidepid, a confined reader) says nothing: the owner is kept."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        found = _read_start(pid)
     except (FileNotFoundError, ProcessLookupError):
         return True
     except OSError:
         return False
-    found = _stat_start(stat)
     return found is not None and found != start
 
 
