@@ -222,7 +222,7 @@ def plan_for(device: str, quick: bool) -> Any:
 
 
 def prepare_like_a_worker(device: str) -> None:
-    """What a judge's worker does before any solution loads (harness/candidate.py's prepare): the timing
+    """What a judge's worker does before any solution loads (harness/workers/candidate.py's prepare): the timing
     kernels compiled and CUPTI loaded by a first recording. Without it the first kernel measured here
     would pay both, which no config timed by the judge pays."""
     if device != "cuda":

@@ -158,7 +158,7 @@ def test_a_build_worker_and_the_judged_worker_build_for_the_same_targets(
     """torch rebuilds an extension whose flags changed: on the H100, a user's TORCH_CUDA_ARCH_LIST of 9.0a
     against the build worker's 9.0 built every load_inline solution twice, ahead and again when judged."""
     from cudasmith.exec.prebuild import build_environment
-    from cudasmith.harness.candidate import set_build_environment
+    from cudasmith.harness.workers.candidate import set_build_environment
     from cudasmith.runtime import nvcc_phases
     from cudasmith.runtime.arch import ARCH_ENV
     from cudasmith.runtime.cache import BUILD_DIR_ENV
@@ -190,7 +190,7 @@ def test_only_a_head_start_build_gives_the_cpu_to_the_judged_workers_first(
     which its solution waits for, does not."""
     from cudasmith.exec import prebuild
     from cudasmith.harness import builds
-    from cudasmith.harness.supervisor import NICE_ENV
+    from cudasmith.harness.walls.supervisor import NICE_ENV
 
     given: dict[str, dict[str, str]] = {}
 
@@ -210,9 +210,9 @@ def test_only_a_head_start_build_gives_the_cpu_to_the_judged_workers_first(
 
 
 def test_a_worker_told_a_niceness_runs_at_it_with_what_it_starts() -> None:
-    from cudasmith.harness.messages import WorkerSetup
-    from cudasmith.harness.process import WorkerProcess
-    from cudasmith.harness.supervisor import NICE_ENV
+    from cudasmith.harness.walls.process import WorkerProcess
+    from cudasmith.harness.walls.supervisor import NICE_ENV
+    from cudasmith.harness.wire.messages import WorkerSetup
 
     setup = WorkerSetup("candidate", str(PROBLEMS / "add_small.py"), "cpu", defences=False)
     worker = WorkerProcess(setup, env={NICE_ENV: "7"})
@@ -241,8 +241,8 @@ def test_on_the_cpu_a_build_ahead_gives_way_to_every_timing_window(tmp_path: Pat
     its time limit waits meanwhile, and it finishes afterwards."""
     from cudasmith.harness.builds import build_ahead
     from cudasmith.harness.lease import TimingLease
-    from cudasmith.harness.messages import Ping, WorkerSetup
-    from cudasmith.harness.process import WorkerProcess
+    from cudasmith.harness.walls.process import WorkerProcess
+    from cudasmith.harness.wire.messages import Ping, WorkerSetup
 
     solution = tmp_path / "busy_build.py"
     solution.write_text(BUSY_BUILD)

@@ -29,7 +29,7 @@ TORCH_FREE = (
     "cudasmith.exec.prebuild",
     "cudasmith.harness.builds",
     "cudasmith.harness.options",
-    "cudasmith.harness.process",
+    "cudasmith.harness.walls.process",
     "cudasmith.runtime",
     "cudasmith.runtime.arch",
 )
@@ -39,7 +39,7 @@ TORCH_FREE = (
 SEND = """
 import json, sys, time
 from pathlib import Path
-from cudasmith.harness import process
+from cudasmith.harness.walls import process
 
 at_start = []
 original = process.WorkerProcess.__init__

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cudasmith.harness.screen import screen
-from cudasmith.harness.verdict import STATUSES
+from cudasmith.harness.wire.status import STATUSES
 from cudasmith.tasks import list_task_names
 
 from conftest import ROOT

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cudasmith.harness.check import all_finite, compare, compare_outputs, tolerance_for
+from cudasmith.harness.workers.check import all_finite, compare, compare_outputs, tolerance_for
 
 FP32 = tolerance_for(torch.float32, {})
 

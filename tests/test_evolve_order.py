@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from cudasmith.harness.verdict import Status, Verdict
+from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.wire.status import Status
 from cudasmith.search.config import EvolveConfig, OptimizeConfig
 from cudasmith.search.hardware import describe_hardware
 from cudasmith.search.prompts import PromptBuilder

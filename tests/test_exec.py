@@ -24,8 +24,9 @@ from cudasmith.exec.lane import OPEN_SESSIONS, Lane
 from cudasmith.exec.local import LocalExecutor
 from cudasmith.exec.prebuild import BuildResult, build, needs_build
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.process import visible_gpu
-from cudasmith.harness.verdict import Status, Verdict
+from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.walls.process import visible_gpu
+from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.problem import Problem, load_problem
 
 from conftest import PROBLEMS, SOLUTIONS
@@ -237,7 +238,7 @@ def test_a_build_fills_the_cache_that_the_judged_worker_reads(
     assert needs_build(source) and not needs_build("class ModelNew: pass\n")
     result = build(job("fast", source=source), tmp_path / "scratch", None)
     assert result.ok, result.reason
-    from cudasmith.harness.scratch import folder_intact
+    from cudasmith.harness.walls.scratch import folder_intact
     from cudasmith.runtime.cache import extension_root
 
     built = extension_root(source)

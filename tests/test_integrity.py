@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cudasmith.errors import UsageError
-from cudasmith.harness import sandbox
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.scratch import Scratch, folder_intact, seal_folder, sweep_moved_aside
+from cudasmith.harness.walls import sandbox
+from cudasmith.harness.walls.scratch import Scratch, folder_intact, seal_folder, sweep_moved_aside
 from cudasmith.runtime import seal
 from cudasmith.store import CacheKey, RunStore
 from cudasmith.store.runs import load_run
@@ -202,7 +202,7 @@ def test_a_cached_kernel_changed_on_disk_is_compiled_again() -> None:
 
 
 def test_a_pinned_object_runs_what_its_class_held_when_it_was_pinned() -> None:
-    from cudasmith.harness.tamper import pin_methods
+    from cudasmith.harness.workers.tamper import pin_methods
 
     class Checker:
         def check(self) -> str:

@@ -22,11 +22,11 @@ import pytest
 from cudasmith.harness import lease as lease_module
 from cudasmith.harness.exclusive import CpuActivity, GpuActivity, Unverified, WindowCheck, cpu_seconds
 from cudasmith.harness.lease import FOLLOWING_S, MAX_RETIMES, TimingLease
-from cudasmith.harness.messages import Ack, LoadSolution, Ping, Prepare, Run, Time, TimeSpec, WorkerSetup
-from cudasmith.harness.pausing import pause_workers, worker_processes
-from cudasmith.harness.process import WorkerProcess
-from cudasmith.harness.results import TimingReport
 from cudasmith.harness.timed import exclusivity, waited
+from cudasmith.harness.walls.pausing import pause_workers, worker_processes
+from cudasmith.harness.walls.process import WorkerProcess
+from cudasmith.harness.wire.messages import Ack, LoadSolution, Ping, Prepare, Run, Time, TimeSpec, WorkerSetup
+from cudasmith.harness.wire.results import TimingReport
 from cudasmith.timing.protocol import WARMUP_MS, WARMUP_MS_FOLLOWING, TimingPlan
 
 from conftest import PROBLEMS

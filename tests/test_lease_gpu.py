@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cudasmith import EvalOptions, Judge, Status, evaluate
-from cudasmith.harness import sandbox
+from cudasmith.harness.walls import sandbox
 
 from conftest import SOLUTIONS
 

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from cudasmith.harness.messages import (
+from cudasmith.harness.wire.fields import MalformedMessage, to_wire
+from cudasmith.harness.wire.messages import (
     REQUESTS,
     Ack,
     Compare,
@@ -28,8 +29,7 @@ from cudasmith.harness.messages import (
     read_request,
     request_header,
 )
-from cudasmith.harness.verdict import Status
-from cudasmith.harness.wire import MalformedMessage, to_wire
+from cudasmith.harness.wire.status import Status
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
 SPEC = InputSpec(1, {"n": 7}, 11, 12, drawn=True, perturb=3, parameters=True)

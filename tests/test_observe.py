@@ -7,8 +7,8 @@ import mmap
 import subprocess
 from pathlib import Path
 
-from cudasmith.harness.audit import Origins, trusted_roots
-from cudasmith.harness.binaries import (
+from cudasmith.harness.workers.audit import Origins, trusted_roots
+from cudasmith.harness.workers.binaries import (
     CandidateBinaries,
     LoaderCount,
     below_dispatcher,
@@ -16,8 +16,8 @@ from cudasmith.harness.binaries import (
     shared_objects,
     torch_below_dispatcher,
 )
-from cudasmith.harness.observe import OwnKernels, audit_kernels, audit_ops, demangle
-from cudasmith.harness.recording import CpuEvent
+from cudasmith.harness.workers.observe import OwnKernels, audit_kernels, audit_ops, demangle
+from cudasmith.harness.workers.recording import CpuEvent
 from cudasmith.timing.activity import Activity
 
 

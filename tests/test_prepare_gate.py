@@ -12,9 +12,9 @@ import pytest
 
 from cudasmith.harness import pool as pool_module
 from cudasmith.harness.lease import lease_for
-from cudasmith.harness.messages import WorkerSetup
 from cudasmith.harness.pool import PrepareGate, WorkerPool
-from cudasmith.harness.process import WorkerProcess
+from cudasmith.harness.walls.process import WorkerProcess
+from cudasmith.harness.wire.messages import WorkerSetup
 
 from conftest import PROBLEMS
 

@@ -169,7 +169,7 @@ def test_refinement_prompt_shows_parent_verdict_and_mismatch() -> None:
 
 
 COMPILE_TRACEBACK = """Traceback (most recent call last):
-  File "/site-packages/cudasmith/harness/worker.py", line 231, in serve
+  File "/site-packages/cudasmith/harness/workers/worker.py", line 231, in serve
     header, tensors = worker.handle(request)
                       ^^^^^^^^^^^^^^^^^^^^^^
   File "<frozen importlib._bootstrap>", line 241, in _call_with_frames_removed

@@ -8,7 +8,7 @@ from multiprocessing import Pipe
 import pytest
 import torch
 
-from cudasmith.harness import protocol
+from cudasmith.harness.wire import protocol
 
 
 def test_tensors_of_every_wire_dtype_round_trip() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cudasmith.harness import reference
-from cudasmith.harness.calls import spec_inputs
-from cudasmith.harness.check import compare_outputs
-from cudasmith.harness.messages import InputSpec, WorkerSetup
+from cudasmith.harness.wire.messages import InputSpec, WorkerSetup
+from cudasmith.harness.workers import reference
+from cudasmith.harness.workers.calls import spec_inputs
+from cudasmith.harness.workers.check import compare_outputs
 from cudasmith.tasks.problem import load_module
 
 from conftest import PROBLEMS

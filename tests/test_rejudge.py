@@ -12,7 +12,7 @@ import torch
 
 from cudasmith import EvalOptions, evaluate
 from cudasmith.bench.folder import bench_folder
-from cudasmith.harness.check import compare, tolerance_for
+from cudasmith.harness.workers.check import compare, tolerance_for
 from cudasmith.report.rejudge import CUSTOM, MIXED, REWRITE, kind_of, rejudged, summarize_rejudge
 from cudasmith.store import RunStore
 from cudasmith.tasks.parameters import drawn_values, matching

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudasmith.harness.audit import Origins
-from cudasmith.harness.observe import OwnKernels
-from cudasmith.harness.runtimes import global_functions, numba_pattern
+from cudasmith.harness.workers.audit import Origins
+from cudasmith.harness.workers.observe import OwnKernels
+from cudasmith.harness.workers.runtimes import global_functions, numba_pattern
 
 SOURCE = '''
 import cupy

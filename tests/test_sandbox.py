@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from cudasmith.harness import sandbox
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.scratch import Scratch
 from cudasmith.harness.session import Judge
-from cudasmith.harness.verdict import Status
+from cudasmith.harness.walls import sandbox
+from cudasmith.harness.walls.scratch import Scratch
+from cudasmith.harness.wire.status import Status
 from cudasmith.runtime import compile_c
 from cudasmith.store import CacheKey, Run, RunStore
 
@@ -125,7 +125,7 @@ def _attempt(path: Path | str, mode: str, text: str = "planted") -> str:
 @pytest.mark.parametrize("mechanism", sandbox.MECHANISMS)
 def test_each_mechanism_confines_a_process_to_its_scratch(mechanism: str, tmp_path: Path) -> None:
     """A forked child under either mechanism writes into its scratch folder and nowhere else, and cannot
-    read what is outside its read roots (`python -m cudasmith.harness.sandbox` says what each costs)."""
+    read what is outside its read roots (`python -m cudasmith.harness.walls.sandbox` says what each costs)."""
     scratch, outside = tmp_path / "scratch", tmp_path / "outside"
     scratch.mkdir()
     outside.mkdir()

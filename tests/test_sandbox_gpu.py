@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cudasmith.harness import sandbox
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.session import Judge
-from cudasmith.harness.verdict import Status
+from cudasmith.harness.walls import sandbox
+from cudasmith.harness.wire.status import Status
 
 from conftest import SOLUTIONS
 

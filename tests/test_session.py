@@ -49,7 +49,7 @@ def test_a_closing_session_asks_every_worker_to_exit_before_it_waits_for_any(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Their exits overlap: a session's end costs one worker's exit, not the sum of them."""
-    from cudasmith.harness.process import WorkerProcess
+    from cudasmith.harness.walls.process import WorkerProcess
 
     events: list[tuple[str, str]] = []
     ask, close = WorkerProcess.ask_to_exit, WorkerProcess.close
@@ -328,7 +328,7 @@ def test_a_candidate_asks_to_finish_while_its_own_hold_keeps_it_running(
 ) -> None:
     """A timed candidate's last request goes out in its hold: after it, the next candidate's hold pauses
     its worker, and a Finish sent then waited (the verdict with it) for the whole of that hold."""
-    from cudasmith.harness.process import WorkerProcess
+    from cudasmith.harness.walls.process import WorkerProcess
 
     in_hold: list[bool] = []
     original = WorkerProcess.ask_to_finish

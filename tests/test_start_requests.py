@@ -11,7 +11,9 @@ import pytest
 from cudasmith.errors import HarnessError
 from cudasmith.harness.baselines import SessionBaselines
 from cudasmith.harness.lease import TimingLease
-from cudasmith.harness.messages import (
+from cudasmith.harness.oracle import Oracle
+from cudasmith.harness.walls.process import WorkerProcess
+from cudasmith.harness.wire.messages import (
     Ack,
     Describe,
     Described,
@@ -21,9 +23,7 @@ from cudasmith.harness.messages import (
     ProblemLoaded,
     WorkerSetup,
 )
-from cudasmith.harness.oracle import Oracle
-from cudasmith.harness.process import WorkerProcess
-from cudasmith.harness.roofline import ConfigDescription
+from cudasmith.harness.wire.results import ConfigDescription
 
 from conftest import PROBLEMS
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cudasmith.harness.verdict import CONFIG_STATUSES, STATUSES, ConfigResult, Verdict
+from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.harness.wire.status import CONFIG_STATUSES, STATUSES
 from cudasmith.llm.base import Completion
 from cudasmith.llm.client import Usage
 from cudasmith.report.ask_table import print_ask

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from cudasmith.harness.check import compare_outputs, validate_outputs
+from cudasmith.harness.workers.check import compare_outputs, validate_outputs
 from cudasmith.tasks import list_task_names, load_task
 from cudasmith.tasks.inputs import build_model, describe_config, make_init_inputs, make_inputs, to_float64
 from cudasmith.tasks.problem import load_module

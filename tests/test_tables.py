@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cudasmith.harness.results import TimingReport
 from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.harness.wire.results import TimingReport
 from cudasmith.llm.base import Completion
 from cudasmith.report.ask_table import print_ask
 from cudasmith.report.formats import config_text, milliseconds

@@ -8,7 +8,7 @@ import pathlib
 import types
 from typing import Any
 
-from cudasmith.harness.tamper import Snapshot, _only_names
+from cudasmith.harness.workers.tamper import Snapshot, _only_names
 
 ran: list[str] = []
 
@@ -129,7 +129,7 @@ def test_a_module_imported_after_the_snapshot_is_accepted_as_a_new_key_of_sys_mo
 
 
 def test_a_module_swapped_and_a_constant_of_the_judge_changed_are_reported() -> None:
-    import cudasmith.harness.calls as calls
+    import cudasmith.harness.workers.calls as calls
     import cudasmith.timing.cuda as sampler
 
     snapshot = Snapshot()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudasmith import evaluate
-from cudasmith.harness.tracebacks import solution_traceback
+from cudasmith.harness.workers.tracebacks import solution_traceback
 
 from conftest import SOLUTIONS
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from cudasmith.harness.messages import OutputRef
-from cudasmith.harness.transfer import (
+from cudasmith.harness.wire.messages import OutputRef
+from cudasmith.harness.wire.transfer import (
     SHM_DIR,
     Exporter,
     TransferError,

@@ -12,10 +12,10 @@ from rich.console import Console
 
 from cudasmith.harness.assemble import apply_baselines, finish, imprecise
 from cudasmith.harness.baselines import BaselineTime
-from cudasmith.harness.results import Timing
-from cudasmith.harness.roofline import ConfigDescription
 from cudasmith.harness.session import Judge
-from cudasmith.harness.verdict import ConfigResult, Status, Verdict
+from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.harness.wire.results import ConfigDescription, Timing
+from cudasmith.harness.wire.status import Status
 from cudasmith.report.leaderboard import print_run_details
 from cudasmith.report.verdict_table import print_verdict
 from cudasmith.store.metrics import Attempt, summarize

@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "evaluate": "cudasmith.api",
     "Judge": "cudasmith.harness.session",
-    "Status": "cudasmith.harness.verdict",
+    "Status": "cudasmith.harness.wire.status",
     "ask": "cudasmith.search.ask",
     "optimize": "cudasmith.search.optimize",
     "OptimizeResult": "cudasmith.search.optimize",

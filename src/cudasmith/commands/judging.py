@@ -71,7 +71,7 @@ FirstCallExtraOption = Annotated[
         panel=JUDGING,
     ),
 ]
-# cudasmith.harness.memory.MEMORY_LIMIT_OPTION names this option in the judge's messages.
+# cudasmith.harness.walls.memory.MEMORY_LIMIT_OPTION names this option in the judge's messages.
 MemoryLimitOption = Annotated[
     float | None,
     value_option(

@@ -16,9 +16,9 @@ from cudasmith.exec.lane import JudgeFactory, Lane
 from cudasmith.exec.nvml import BusySampler
 from cudasmith.exec.prebuild import BuildResult, build, build_target, default_build_workers
 from cudasmith.harness.options import default_in_flight
-from cudasmith.harness.process import visible_gpu
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.walls.process import visible_gpu
 from cudasmith.tempdirs import owned_tempdir
 
 

@@ -4,7 +4,7 @@ A build imports the solution in a worker of its own, sandboxed like a judged can
 no network, its files confined, memory limit, the audit hook) but with no GPU visible and told which GPU
 to build for. What its import compiles (NVRTC cubins, C libraries, torch extensions, Triton) lands in the
 solution's own folder of the build cache (`runtime.cache.extension_root`), the only place in the cache it
-may write; the parent seals the folder afterwards (harness/scratch.py). The judged worker then finds them
+may write; the parent seals the folder afterwards (harness/walls/scratch.py). The judged worker then finds them
 there, checked, instead of compiling with a GPU held idle.
 
 A build never decides anything: whatever it says, the candidate is judged as usual, and a build that
@@ -92,7 +92,7 @@ def slow_build(source: str) -> bool:
 def build_environment(target: str | None, head_start: bool = False) -> dict[str, str]:
     """A build worker's variables: no GPU, the GPU target the judged worker will compile for, and for a
     build that is only a head start, the niceness that leaves the CPU to the judged workers first."""
-    from cudasmith.harness.supervisor import NICE_ENV
+    from cudasmith.harness.walls.supervisor import NICE_ENV
     from cudasmith.runtime.arch import ARCH_ENV, torch_arch_list
 
     env = {"CUDA_VISIBLE_DEVICES": ""}

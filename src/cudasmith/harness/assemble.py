@@ -7,9 +7,10 @@ from collections.abc import Callable
 
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.baselines import BASELINES, BaselineTime
-from cudasmith.harness.results import Timing
-from cudasmith.harness.roofline import ConfigDescription, roofline
-from cudasmith.harness.verdict import ConfigResult, Status, Verdict, geometric_mean, overall_status
+from cudasmith.harness.roofline import roofline
+from cudasmith.harness.verdict import ConfigResult, Verdict, geometric_mean, overall_status
+from cudasmith.harness.wire.results import ConfigDescription, Timing
+from cudasmith.harness.wire.status import Status
 from cudasmith.timing.protocol import NOISE_TARGET_STOP
 from cudasmith.wording import plural
 

@@ -17,15 +17,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cudasmith.errors import UsageError
-from cudasmith.harness.messages import Failed, LoadProblem, Ping, Time, TimeSpec
 from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.results import BaselineEntry, PreviousTime, Timing
-from cudasmith.harness.verdict import Status
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.wire.messages import Failed, LoadProblem, Ping, Time, TimeSpec
+from cudasmith.harness.wire.results import BaselineEntry, PreviousTime, Timing
+from cudasmith.harness.wire.status import Status
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
 from cudasmith.tasks.problem import Config
@@ -40,7 +39,6 @@ BASELINES = {
     "compile-max-autotune": "torch.compile max-autotune-no-cudagraphs",
     "expert": "expert",
 }
-COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
 # max-autotune benchmarks many kernels for every operator (minutes per config): asked for, not by default.
 DEFAULT_CUDA = ("eager", "compile", "expert")
 # On the CPU, torch.compile builds C++ for each config (tens of seconds): asked for, not by default.
@@ -70,25 +68,6 @@ def parse_baselines(text: str) -> tuple[str, ...]:
     if unknown:
         raise UsageError(f"unknown baseline {unknown[0]!r}; choose from {', '.join(BASELINES)}")
     return ("eager", *(n for n in names if n != "eager"))
-
-
-def build_baseline(name: str, problem: ModuleType, expert: Callable[[type], Any], eager: Any) -> Any:
-    """The callable a worker times for a baseline (worker side); `expert(cls)` builds a class like Model."""
-    if name == "eager":
-        return eager
-    if name in COMPILE_MODES:
-        import torch
-
-        torch._dynamo.reset()  # each config compiles alone, with static shapes
-        return torch.compile(eager, mode=COMPILE_MODES[name], dynamic=False)
-    if name == "expert":
-        implementation = getattr(problem, "EXPERT", None)
-        if isinstance(implementation, type):
-            return expert(implementation)
-        if callable(implementation):
-            return implementation
-        raise ValueError("the problem's EXPERT is neither a class built like Model nor a callable")
-    raise ValueError(f"unknown baseline {name!r}")
 
 
 @dataclass

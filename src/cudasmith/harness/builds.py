@@ -16,8 +16,8 @@ import ast
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudasmith.harness.messages import Failed, LoadSolution, WorkerSetup
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
 
 if TYPE_CHECKING:
     from cudasmith.harness.lease import TimingLease

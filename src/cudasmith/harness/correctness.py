@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudasmith.harness.builds import lazy_build
-from cudasmith.harness.messages import Construct, Failed, InputSpec, Run
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.roofline import ConfigDescription
-from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Status, Verdict
+from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.wire.messages import Construct, Failed, InputSpec, Run
+from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.parameters import NO_PARAMETERS
 from cudasmith.tasks.problem import Config, Problem

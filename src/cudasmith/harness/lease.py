@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from cudasmith.harness.exclusive import ActivityProbe, CpuActivity, Unverified
-from cudasmith.harness.messages import TimeSpec
-from cudasmith.harness.pausing import pause_workers, process_tree, worker_processes
 from cudasmith.harness.pool import PrepareGate
-from cudasmith.harness.process import WorkerProcess
+from cudasmith.harness.walls.pausing import pause_workers, process_tree, worker_processes
+from cudasmith.harness.walls.process import WorkerProcess
+from cudasmith.harness.wire.messages import TimeSpec
 from cudasmith.timing.protocol import WARMUP_MS_FOLLOWING
 
 # A window found shared is timed again at most this many times; after that its time is kept and

@@ -1,13 +1,10 @@
 """A few Nsight Compute metrics of a correct candidate's kernels, for the next prompt: DRAM and SM
 throughput, achieved occupancy, L2 hit rate and the top warp-stall reasons.
 
-ncu profiles a child process (this module's `main`) that builds the model, makes one config's inputs,
-calls forward once to warm up, then once between cudaProfilerStart/Stop (ncu --profile-from-start off),
-so only the candidate's own call is profiled. The child runs candidate code: it gets the workers'
-environment (no credentials) and its own process group, killed whole at the deadline. What it reports
-only feeds a prompt, never a verdict. Without a GPU or ncu, `profile` says why and does nothing.
-
-    python -m cudasmith.harness.nsight SOLUTION PROBLEM CONFIG_JSON SEED   # the profiled child
+ncu profiles a child process (workers/profiled.py) that calls the candidate's forward once between
+cudaProfilerStart/Stop. It runs candidate code: it gets the workers' environment (no credentials) and its
+own process group, killed whole at the deadline. What it reports only feeds a prompt, never a verdict.
+Without a GPU or ncu, `profile` says why and does nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasmith.device.launch_cost import NCU_UNITS_MS, find_ncu
-from cudasmith.harness.process import SECRET_ENV
+from cudasmith.harness.walls.process import SECRET_ENV
 
 # The curated set: throughput of DRAM and of the SMs against their peaks, achieved occupancy, L2 hits.
 CORE_METRICS = {
@@ -150,7 +147,7 @@ def profile(
     program = [
         sys.executable,
         "-m",
-        "cudasmith.harness.nsight",
+        "cudasmith.harness.workers.profiled",
         str(solution),
         str(problem_path),
         json.dumps(config),
@@ -166,31 +163,3 @@ def profile(
     if not found.kernels:
         found.note = f"ncu reported no kernels: {' '.join(output.split())[:200]}"
     return found
-
-
-def main() -> None:
-    import torch
-
-    from cudasmith.tasks.inputs import build_model, make_init_inputs, make_inputs
-    from cudasmith.tasks.problem import load_module
-
-    solution, problem_path, config, seed = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
-    problem = load_module(Path(problem_path), "problem")
-    inputs = make_inputs(problem, config, seed, "cuda")
-    model = build_model(
-        load_module(Path(solution), "solution").ModelNew,
-        make_init_inputs(problem, config, seed),
-        seed,
-        "cuda",
-    )
-    with torch.no_grad():
-        model(*inputs)
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()
-        model(*inputs)
-        torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
-
-
-if __name__ == "__main__":
-    main()

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 
 from cudasmith.device import known_device
 from cudasmith.errors import UsageError
-from cudasmith.harness import sandbox
-from cudasmith.harness.wire import JsonObject, known_fields
+from cudasmith.harness.walls import sandbox
+from cudasmith.harness.wire.fields import JsonObject, known_fields
 from cudasmith.timing.protocol import L2_STATES
 
 # Each config is checked on this many independently drawn input sets.

@@ -16,8 +16,10 @@ from typing import Any
 from cudasmith.device import DevicePeaks
 from cudasmith.errors import HarnessError
 from cudasmith.harness.lease import Hold, TimingLease
-from cudasmith.harness.memory import too_large
-from cudasmith.harness.messages import (
+from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
+from cudasmith.harness.walls.memory import too_large
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.wire.messages import (
     Compare,
     Compared,
     CompareItem,
@@ -34,9 +36,7 @@ from cudasmith.harness.messages import (
     ReferenceNotes,
     Request,
 )
-from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.roofline import ConfigDescription
+from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.tasks.problem import Config
 
 # The judge's own requests: computing and comparing outputs (float64 references of large configs take

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudasmith.harness.messages import Failed, Ping, Prepare
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.verdict import Status
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.wire.messages import Failed, Ping, Prepare
+from cudasmith.harness.wire.status import Status
 
 # A worker's imports and CUDA context: how long to wait for them before giving up on that worker.
 START_TIMEOUT_S = 120.0

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.wire import JsonObject
+from cudasmith.harness.wire.fields import JsonObject
+from cudasmith.harness.wire.results import ConfigDescription
 
 # Measured peaks are what good kernels reach, not what the hardware could: on the GPU the best kernels
 # come within a few per cent of the measured bandwidth; a shared CPU's bandwidth depends on what else
@@ -24,19 +25,6 @@ from cudasmith.harness.wire import JsonObject
 PHYSICS_MARGIN = {"cuda": 1.25, "cpu": 4.0}
 # Tasks that name no dtype are judged at float32's FLOP rate (KernelBench's problems are float32).
 DEFAULT_DTYPE = "float32"
-
-
-@dataclass(frozen=True)
-class ConfigDescription:
-    """One config's size and work, from the reference on meta tensors (tasks.inputs.describe_config,
-    whose keys these are); `unknown` says why the reference could not run there."""
-
-    input_bytes: int | None = None
-    parameter_bytes: int | None = None
-    output_bytes: int | None = None
-    flops: int | None = None
-    bytes_moved: int | None = None
-    unknown: str | None = None
 
 
 @dataclass(frozen=True)

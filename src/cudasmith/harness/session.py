@@ -32,21 +32,22 @@ from typing import Any, Literal, TypeVar
 
 from cudasmith.device import default_device, software_versions, usable_device
 from cudasmith.errors import CudasmithError, UsageError
-from cudasmith.harness import sandbox
 from cudasmith.harness.assemble import finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.correctness import check_candidate, select_configs
 from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import lease_for
-from cudasmith.harness.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
-from cudasmith.harness.process import WorkerFailure, WorkerProcess, visible_gpu
-from cudasmith.harness.roofline import ConfigDescription
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timed import time_ahead, time_candidate
-from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Status, Verdict
+from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
+from cudasmith.harness.walls import sandbox
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess, visible_gpu
+from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
+from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.tasks.problem import Config, Problem

@@ -9,8 +9,9 @@ from typing import Any
 import torch
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
-from cudasmith.harness.roofline import ConfigDescription, roofline, work_of
+from cudasmith.harness.roofline import roofline, work_of
+from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.workers.check import CALIBRATION_FACTOR, tolerance_for
 from cudasmith.tasks.catalog import task_row
 from cudasmith.tasks.hidden import hidden_summary
 from cudasmith.tasks.inputs import describe_config

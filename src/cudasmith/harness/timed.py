@@ -20,11 +20,12 @@ from cudasmith.harness.assemble import apply_baselines
 from cudasmith.harness.baselines import BASELINES, BaselineTime
 from cudasmith.harness.correctness import label
 from cudasmith.harness.lease import Hold, Window
-from cudasmith.harness.messages import Failed, Time, Timed, TimeSpec
 from cudasmith.harness.options import TIMING_EXTRA_S
-from cudasmith.harness.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.results import Timing, TimingReport
-from cudasmith.harness.verdict import ConfigResult, Status, Verdict
+from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
+from cudasmith.harness.wire.messages import Failed, Time, Timed, TimeSpec
+from cudasmith.harness.wire.results import Timing, TimingReport
+from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.problem import Config
 from cudasmith.wording import plural

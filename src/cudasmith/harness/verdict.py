@@ -4,45 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
 from typing import Any
 
 from cudasmith.device import DevicePeaks
 from cudasmith.errors import UsageError
-from cudasmith.harness.results import BaselineEntry, Mismatch, Timing, TimingReport
 from cudasmith.harness.roofline import Roofline
-from cudasmith.harness.wire import JsonObject, known_fields
+from cudasmith.harness.wire.fields import JsonObject, known_fields
+from cudasmith.harness.wire.results import BaselineEntry, Mismatch, Timing, TimingReport
+from cudasmith.harness.wire.status import CONFIG_STATUSES, STATUSES, Status
 from cudasmith.tasks.problem import Config
 
-
-class Status(str, Enum):
-    """A verdict's status (a string: `Status.CORRECT == "correct"`, and JSON writes its value)."""
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    REJECTED = "rejected"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    # A config's only, never a verdict's: checking stopped at another config's failure before this one
-    # ran on any input set.
-    NOT_CHECKED = "not_checked"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @classmethod
-    def parse(cls, value: object, default: Status | None = None) -> Status:
-        """The status a worker reported; one that is not a status at all is a rejection (a forged reply)."""
-        try:
-            return cls(value)
-        except ValueError:
-            return default or cls.REJECTED
-
-
-# What a verdict's status can be.
-STATUSES = tuple(status.value for status in Status if status is not Status.NOT_CHECKED)
-CONFIG_STATUSES = tuple(status.value for status in Status)
 # When configs disagree, the verdict takes the status that comes first here (configs not checked do not
 # count).
 PRECEDENCE = (

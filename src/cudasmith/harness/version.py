@@ -17,6 +17,9 @@ NOT_VERDICT_OPTIONS = ("seed", "device", "warm_workers", "in_flight", "require_i
 # The packages whose code decides verdicts: the judge, its timing protocol, device facts (speed of light,
 # launch cost), the kernel runtime, and the making and perturbing of inputs.
 JUDGE_PACKAGES = ("harness", "timing", "device", "runtime", "tasks")
+# Their code is their modules and those of their subpackages; the task suite's problem files are tasks, each
+# with a version of its own in a verdict's cache key, not judge code.
+NOT_JUDGE_CODE = ("tasks/suite",)
 
 
 @cache
@@ -26,8 +29,11 @@ def harness_version() -> str:
 
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(__version__.encode())
-    for path in sorted(p for package in JUDGE_PACKAGES for p in root.joinpath(package).glob("*.py")):
-        digest.update(path.name.encode())
+    for path in sorted(p for package in JUDGE_PACKAGES for p in root.joinpath(package).rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name.startswith(NOT_JUDGE_CODE):
+            continue
+        digest.update(name.encode())
         digest.update(path.read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"
 

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from cudasmith.harness.baselines import BASELINES
-from cudasmith.harness.verdict import STATUSES, geometric_mean
+from cudasmith.harness.verdict import geometric_mean
+from cudasmith.harness.wire.status import STATUSES
 from cudasmith.store.metrics import fast_p_curve, speedup_of
 from cudasmith.store.rules import RULE_TITLES
 from cudasmith.store.runs import RunView

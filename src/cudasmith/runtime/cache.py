@@ -117,7 +117,7 @@ def content_key(*parts: str | bytes) -> str:
 def artifact_trusted(key: str, *files: Path) -> bool:
     """Whether the cached files of one compiled artefact are what the judge compiled under `key` (their MAC,
     runtime/seal.py), before they are loaded. A candidate's build folder is sealed as a whole by the parent
-    instead (harness/scratch.py); a sandboxed worker cannot read the key, and its shared cache is
+    instead (harness/walls/scratch.py); a sandboxed worker cannot read the key, and its shared cache is
     read-only to it, so there they count as trusted."""
     if os.environ.get(BUILD_DIR_ENV):
         return True

@@ -1,7 +1,7 @@
 """The judge's key, and the MACs it puts on what it stores, so that what a candidate writes is never trusted.
 
 A candidate's process cannot read the key: it lives in the user's configuration folder, which the sandbox
-(harness/sandbox.py) leaves out of everything a candidate may read. Verdict rows, cached baselines,
+(harness/walls/sandbox.py) leaves out of everything a candidate may read. Verdict rows, cached baselines,
 measured device peaks and harvested builds carry an HMAC-SHA256 under it; whatever fails the check is
 never reused (it is measured, judged or built again) and the report calls it tampered.
 """

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from cudasmith.errors import ProblemError, UsageError
-from cudasmith.harness.check import CALIBRATION_FACTOR, tolerance_for
 from cudasmith.harness.options import SEEDS_PER_CONFIG
 from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.workers.check import CALIBRATION_FACTOR, tolerance_for
 from cudasmith.llm.base import Message
 from cudasmith.llm.config import read_config_table
 from cudasmith.runtime.cpu import DEFAULT_FLAGS

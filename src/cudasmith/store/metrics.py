@@ -24,8 +24,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cudasmith.harness.sandbox import NOT_ISOLATED
-from cudasmith.harness.verdict import STATUSES, geometric_mean
+from cudasmith.harness.verdict import geometric_mean
+from cudasmith.harness.walls.sandbox import NOT_ISOLATED
+from cudasmith.harness.wire.status import STATUSES
 from cudasmith.store.rules import rule_broken
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -176,7 +177,7 @@ class Summary:
     claimed_correct: int | None = None
     held_up: int | None = None
     claimed_fell: dict[str, int] = field(default_factory=dict)
-    # Verdicts whose candidate ran without a filesystem sandbox (harness/sandbox.py).
+    # Verdicts whose candidate ran without a filesystem sandbox (harness/walls/sandbox.py).
     not_isolated: int = 0
 
     def to_dict(self) -> dict[str, Any]:

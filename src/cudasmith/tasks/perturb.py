@@ -3,7 +3,7 @@
 A random half of the normal floating values (chosen by a hash of the seed, the tensor's index and the
 element's position) get one mantissa bit flipped, which moves each by a small fraction of itself:
 2.4e-4 to 4.9e-4 (float32), 1.6 to 3.1 % (float16), 6 to 12 % (bfloat16), 4.8e-7 to 9.5e-7 (float64). That
-is a few times the elementwise tolerance of harness/check.py, so an output computed for other inputs (a
+is a few times the elementwise tolerance of harness/workers/check.py, so an output computed for other inputs (a
 cached one) fails the comparison, while every value keeps its sign, exponent and finiteness. Zero,
 subnormals, infinities and NaN are left alone, which makes a perturbation its own inverse: the same
 seed again restores the inputs bit for bit.
@@ -100,7 +100,7 @@ CUDA_THREADS = 256
 CUDA_MAX_BLOCKS = 4096
 
 # The compiled functions, once prepared. Module-level names bound to callables, so the worker's tamper
-# checks (harness/tamper.py), which cover this module, see a replacement.
+# checks (harness/workers/tamper.py), which cover this module, see a replacement.
 _cpu_kernel: Any = None
 _cuda_kernel: Any = None
 

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, get_args
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.results import Mismatch
-from cudasmith.harness.roofline import ConfigDescription
-from cudasmith.harness.verdict import Status
-from cudasmith.harness.wire import JsonObject, MalformedMessage, from_wire, to_wire
+from cudasmith.harness.wire.fields import JsonObject, MalformedMessage, from_wire, to_wire
+from cudasmith.harness.wire.results import ConfigDescription, Mismatch
+from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.problem import Config
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
@@ -229,7 +228,7 @@ class ReferenceNotes:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A candidate's outputs against the reference (harness/check.py): one input set's, or one output's;
+    """A candidate's outputs against the reference (harness/workers/check.py): one input set's, or one output's;
     `report` says where and how much when they differ, `transfer` why they could not be read."""
 
     ok: bool

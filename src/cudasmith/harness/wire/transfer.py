@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from cudasmith.harness.messages import OutputRef
-from cudasmith.harness.protocol import dtype_name, wire_dtypes
+from cudasmith.harness.wire.messages import OutputRef
+from cudasmith.harness.wire.protocol import dtype_name, wire_dtypes
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "cudasmith-"

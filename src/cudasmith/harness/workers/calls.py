@@ -12,9 +12,9 @@ from typing import Any
 import torch
 
 from cudasmith.errors import CompileError, ForbiddenBuild
-from cudasmith.harness.messages import InputSpec, TimeSpec
-from cudasmith.harness.tamper import shadowed
-from cudasmith.harness.verdict import Status
+from cudasmith.harness.wire.messages import InputSpec, TimeSpec
+from cudasmith.harness.wire.status import Status
+from cudasmith.harness.workers.tamper import shadowed
 from cudasmith.tasks.inputs import drawn_inputs, input_tensors, make_inputs, tensor_bytes
 from cudasmith.tasks.perturb import perturb_inputs
 from cudasmith.timing import clock

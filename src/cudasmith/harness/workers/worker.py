@@ -1,6 +1,6 @@
 """A worker: a fresh process, started under a supervisor, that answers one request at a time.
 
-    python -m cudasmith.harness.worker IN_FD OUT_FD
+    python -m cudasmith.harness.workers.worker IN_FD OUT_FD
 
 Two roles: `candidate` (candidate.py, the only process that ever imports a solution) and `reference`
 (reference.py: reference outputs, comparisons, baselines). The first message (messages.WorkerSetup) says
@@ -21,10 +21,10 @@ from os import _exit
 from typing import Any, Protocol
 
 from cudasmith.errors import CompileError
-from cudasmith.harness import protocol, wire
-from cudasmith.harness.calls import CandidateFault, classify
-from cudasmith.harness.messages import Exit, Failed, WorkerSetup, read_request
-from cudasmith.harness.tracebacks import solution_traceback
+from cudasmith.harness.wire import fields, protocol
+from cudasmith.harness.wire.messages import Exit, Failed, WorkerSetup, read_request
+from cudasmith.harness.workers.calls import CandidateFault, classify
+from cudasmith.harness.workers.tracebacks import solution_traceback
 
 PR_SET_PDEATHSIG = 1
 # The end of a compiler's log that a verdict keeps (the first errors are at its start, so most fit).
@@ -32,7 +32,7 @@ COMPILE_LOG_CHARS = 20000
 # The end of a traceback a reply carries.
 TRACEBACK_CHARS = 4000
 # Bound before candidate code runs (see tamper.py): the worker sends and reads with these, whatever is patched.
-_send, _receive, _to_wire, _read_request = protocol.send, protocol.receive, wire.to_wire, read_request
+_send, _receive, _to_wire, _read_request = protocol.send, protocol.receive, fields.to_wire, read_request
 
 
 class Role(Protocol):
@@ -43,10 +43,10 @@ class Role(Protocol):
 
 def _make(setup: WorkerSetup) -> Role:
     if setup.role == "candidate":
-        from cudasmith.harness.candidate import Candidate
+        from cudasmith.harness.workers.candidate import Candidate
 
         return Candidate(setup)
-    from cudasmith.harness.reference import ReferenceWorker
+    from cudasmith.harness.workers.reference import ReferenceWorker
 
     return ReferenceWorker(setup)
 
@@ -66,7 +66,7 @@ def _failed(worker: Role, exc: BaseException, candidate: bool) -> Failed:
 def serve(requests: Connection, replies: Connection) -> None:
     """Answer requests until told to exit or the parent goes away; count what is sent."""
     header, _ = _receive(requests)
-    setup = wire.from_wire(WorkerSetup, header)
+    setup = fields.from_wire(WorkerSetup, header)
     worker = _make(setup)
     sent = 0
     while True:

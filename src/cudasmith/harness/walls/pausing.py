@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from cudasmith.harness.process import WorkerProcess
+from cudasmith.harness.walls.process import WorkerProcess
 
 # Passes over the process table: a child forked while one pass ran is stopped by the next (a stopped
 # process forks nothing).

@@ -13,7 +13,7 @@ from multiprocessing import BufferTooShort
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
-from cudasmith.harness.wire import JsonObject
+from cudasmith.harness.wire.fields import JsonObject
 
 if TYPE_CHECKING:
     import torch

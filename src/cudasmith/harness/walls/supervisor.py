@@ -1,6 +1,6 @@
 """The supervisor: the worker's parent, so that nothing the candidate starts outlives it.
 
-    python -m cudasmith.harness.supervisor STATUS_FD MEMORY_LIMIT_BYTES PASSED_FDS -- WORKER_ARGV...
+    python -m cudasmith.harness.walls.supervisor STATUS_FD MEMORY_LIMIT_BYTES PASSED_FDS -- WORKER_ARGV...
 
 PASSED_FDS (comma-separated) are the worker's pipe ends, handed on to the worker and closed here.
 
@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from cudasmith.harness import sandbox
+from cudasmith.harness.walls import sandbox
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1

@@ -19,7 +19,7 @@ in /proc/self/task/<tid>/comm and fails (error 304) where it cannot.
 Landlock is preferred: it restricts reads by path (the namespace hides only the paths it was told of),
 needs no privileges and no namespaces (which containers and hardened hosts often forbid), and costs less.
 
-    python -m cudasmith.harness.sandbox     # which mechanisms work here, what each costs, whether CUDA starts
+    python -m cudasmith.harness.walls.sandbox     # which mechanisms work here, what each costs, whether CUDA starts
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cudasmith.harness.confinement import (
+from cudasmith.harness.walls.confinement import (
     PROC,
     SHARED_MEMORY,
     Policy,
@@ -182,7 +182,7 @@ def setup_cost(mechanism: str, policy: Policy) -> tuple[str, float]:
 # supervisor's child is): it prints the mechanism's state, then what cuInit returns.
 CUDA_PROBE = """
 import ctypes, sys
-from cudasmith.harness.sandbox import Policy, confine
+from cudasmith.harness.walls.sandbox import Policy, confine
 print(confine(Policy.from_json(sys.argv[1]), (sys.argv[2],)), flush=True)
 print(ctypes.CDLL("libcuda.so.1").cuInit(0))
 """

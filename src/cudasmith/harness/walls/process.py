@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from cudasmith.errors import UsageError
-from cudasmith.harness import protocol
-from cudasmith.harness.memory import over_limit
-from cudasmith.harness.messages import (
+from cudasmith.harness.walls.memory import over_limit
+from cudasmith.harness.walls.scratch import Scratch
+from cudasmith.harness.walls.supervisor import PARENT_ENV
+from cudasmith.harness.wire import protocol
+from cudasmith.harness.wire.fields import JsonObject, MalformedMessage, to_wire
+from cudasmith.harness.wire.messages import (
     Exit,
     Failed,
     Finish,
@@ -33,10 +36,7 @@ from cudasmith.harness.messages import (
     read_reply,
     request_header,
 )
-from cudasmith.harness.scratch import Scratch
-from cudasmith.harness.supervisor import PARENT_ENV
-from cudasmith.harness.verdict import Status
-from cudasmith.harness.wire import JsonObject, MalformedMessage, to_wire
+from cudasmith.harness.wire.status import Status
 from cudasmith.runtime import seal
 from cudasmith.runtime.cache import cache_root
 
@@ -200,9 +200,9 @@ class WorkerProcess:
         env = {**(env or {}), **(self.scratch.env() if self.scratch is not None else {})}
         worker_fds = f"{request_read},{reply_write}"
         self.process = subprocess.Popen(
-            [sys.executable, *TRUSTED_PATH_FLAGS, "-m", "cudasmith.harness.supervisor", str(status_write),
+            [sys.executable, *TRUSTED_PATH_FLAGS, "-m", "cudasmith.harness.walls.supervisor", str(status_write),
              str(self.memory_limit), worker_fds, "--",
-             sys.executable, *TRUSTED_PATH_FLAGS, "-m", "cudasmith.harness.worker", str(request_read),
+             sys.executable, *TRUSTED_PATH_FLAGS, "-m", "cudasmith.harness.workers.worker", str(request_read),
              str(reply_write)],
             pass_fds=(request_read, reply_write, status_write),
             stdin=subprocess.DEVNULL,
@@ -430,7 +430,7 @@ class WorkerProcess:
         self._status_thread.join(timeout=1.0)
         self.stray = sweep(self.token)
         # Here, not at the top: transfer imports torch, which a process that only builds ahead never needs.
-        from cudasmith.harness.transfer import sweep_shared
+        from cudasmith.harness.wire.transfer import sweep_shared
 
         sweep_shared(self.token)
         self.requests.close()

@@ -12,16 +12,16 @@ from __future__ import annotations
 import ctypes
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
 
 from cudasmith.hardware import device_name
-from cudasmith.harness.calls import TimedCalls, spec_inputs, timing_input_sets
-from cudasmith.harness.check import all_finite, compare_outputs, validate_outputs
-from cudasmith.harness.messages import (
+from cudasmith.harness.wire.messages import (
     Ack,
     Compare,
     Compared,
@@ -40,11 +40,13 @@ from cudasmith.harness.messages import (
     TimeSpec,
     WorkerSetup,
 )
-from cudasmith.harness.messages import Reference as ReferenceRequest
-from cudasmith.harness.recording import Observation
-from cudasmith.harness.roofline import ConfigDescription
-from cudasmith.harness.scale import ZERO_ANSWER_OWN_ERROR, computation_scale
-from cudasmith.harness.transfer import TransferError, import_outputs
+from cudasmith.harness.wire.messages import Reference as ReferenceRequest
+from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.wire.transfer import TransferError, import_outputs
+from cudasmith.harness.workers.calls import TimedCalls, spec_inputs, timing_input_sets
+from cudasmith.harness.workers.check import all_finite, compare_outputs, validate_outputs
+from cudasmith.harness.workers.recording import Observation
+from cudasmith.harness.workers.scale import ZERO_ANSWER_OWN_ERROR, computation_scale
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import (
     build_model,
@@ -71,6 +73,8 @@ TIMING_SETS_BYTES = 512 * 1024**2
 # function is not computable in the task dtype there (a softmax saturated, gradients vanished): skipped.
 DRAWN_MAX_OWN_ERROR = 0.5
 PR_SET_DUMPABLE = 4
+# The torch.compile baselines (harness/baselines.py names them) and the mode each compiles with.
+COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
 
 
 @dataclass
@@ -300,8 +304,6 @@ class ReferenceWorker:
     def _baseline(self, name: str, spec: TimeSpec) -> Any:
         key = (name, spec.config_index)
         if key not in self.baselines:
-            from cudasmith.harness.baselines import build_baseline
-
             problem = self.problem
 
             def expert(cls: type) -> Any:
@@ -339,3 +341,20 @@ class ReferenceWorker:
         from cudasmith.device.speed_of_light import ensure_peaks
 
         return PeaksMeasured(ensure_peaks(self.device, remeasure=request.remeasure))
+
+
+def build_baseline(name: str, problem: ModuleType, expert: Callable[[type], Any], eager: Any) -> Any:
+    """The callable the baseline worker times for a baseline; `expert(cls)` builds a class like Model."""
+    if name == "eager":
+        return eager
+    if name in COMPILE_MODES:
+        torch._dynamo.reset()  # each config compiles alone, with static shapes
+        return torch.compile(eager, mode=COMPILE_MODES[name], dynamic=False)
+    if name == "expert":
+        implementation = getattr(problem, "EXPERT", None)
+        if isinstance(implementation, type):
+            return expert(implementation)
+        if callable(implementation):
+            return implementation
+        raise ValueError("the problem's EXPERT is neither a class built like Model nor a callable")
+    raise ValueError(f"unknown baseline {name!r}")

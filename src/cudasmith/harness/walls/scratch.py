@@ -21,7 +21,7 @@ import shutil
 import time
 from pathlib import Path
 
-from cudasmith.harness import sandbox
+from cudasmith.harness.walls import sandbox
 from cudasmith.runtime import seal
 from cudasmith.runtime.cache import (
     BUILD_DIR_ENV,

@@ -19,20 +19,8 @@ import torch
 
 from cudasmith.errors import HarnessError
 from cudasmith.hardware import device_name
-from cudasmith.harness import audit, file_guard, sandbox
-from cudasmith.harness.binaries import CandidateBinaries
-from cudasmith.harness.calls import (
-    CandidateFault,
-    TimedCalls,
-    as_outputs,
-    check_unmodified,
-    classify,
-    pristine,
-    spec_inputs,
-    timing_input_sets,
-)
-from cudasmith.harness.gpu_only import cuda_on_cpu, needs_gpu
-from cudasmith.harness.messages import (
+from cudasmith.harness.walls import sandbox
+from cudasmith.harness.wire.messages import (
     Ack,
     Construct,
     Constructed,
@@ -50,14 +38,27 @@ from cudasmith.harness.messages import (
     TimeSpec,
     WorkerSetup,
 )
-from cudasmith.harness.messages import Timed as TimedReply
-from cudasmith.harness.observe import KernelAudit, OpAudit, OwnKernels, audit_kernels, audit_ops
-from cudasmith.harness.poison import poison_free_gpu_memory
-from cudasmith.harness.recording import EVERY_THREAD, Observation, RecordingLost
-from cudasmith.harness.returned import ReturnMarker, unsynchronised
-from cudasmith.harness.tamper import Snapshot, describe, modes_left, pin_methods, shadowed
-from cudasmith.harness.transfer import Exporter
-from cudasmith.harness.verdict import Status
+from cudasmith.harness.wire.messages import Timed as TimedReply
+from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.transfer import Exporter
+from cudasmith.harness.workers import audit, file_guard
+from cudasmith.harness.workers.binaries import CandidateBinaries
+from cudasmith.harness.workers.calls import (
+    CandidateFault,
+    TimedCalls,
+    as_outputs,
+    check_unmodified,
+    classify,
+    pristine,
+    spec_inputs,
+    timing_input_sets,
+)
+from cudasmith.harness.workers.gpu_only import cuda_on_cpu, needs_gpu
+from cudasmith.harness.workers.observe import KernelAudit, OpAudit, OwnKernels, audit_kernels, audit_ops
+from cudasmith.harness.workers.poison import poison_free_gpu_memory
+from cudasmith.harness.workers.recording import EVERY_THREAD, Observation, RecordingLost
+from cudasmith.harness.workers.returned import ReturnMarker, unsynchronised
+from cudasmith.harness.workers.tamper import Snapshot, describe, modes_left, pin_methods, shadowed
 
 # The C runtime a solution may call (compile_c), loaded before any solution as the rest of the harness
 # is, so that the tamper snapshot holds its functions: the package loads it only when asked for it.

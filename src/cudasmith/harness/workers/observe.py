@@ -27,10 +27,15 @@ from dataclasses import dataclass, field
 from types import FunctionType, ModuleType
 from typing import Any
 
-from cudasmith.harness.audit import Origins
-from cudasmith.harness.binaries import SYSTEM_LIBRARY_DIRS, mapped_binaries, names_in_binary, read_binary
-from cudasmith.harness.recording import CpuEvent
-from cudasmith.harness.runtimes import runtime_kernels
+from cudasmith.harness.workers.audit import Origins
+from cudasmith.harness.workers.binaries import (
+    SYSTEM_LIBRARY_DIRS,
+    mapped_binaries,
+    names_in_binary,
+    read_binary,
+)
+from cudasmith.harness.workers.recording import CpuEvent
+from cudasmith.harness.workers.runtimes import runtime_kernels
 from cudasmith.timing.activity import Activity
 
 # fmt: off

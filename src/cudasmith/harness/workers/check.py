@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from cudasmith.harness.messages import Comparison
-from cudasmith.harness.results import Mismatch, WrongValue
+from cudasmith.harness.wire.messages import Comparison
+from cudasmith.harness.wire.results import Mismatch, WrongValue
 
 # The candidate may be this many times less accurate than the reference implementation in the task dtype.
 CALIBRATION_FACTOR = 10.0

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from cudasmith.wording import byte_size
 
 if TYPE_CHECKING:
-    from cudasmith.harness.roofline import ConfigDescription
+    from cudasmith.harness.wire.results import ConfigDescription
 
 # The option of `cudasmith eval` that sets EvalOptions.memory_limit_bytes (in GiB).
 MEMORY_LIMIT_OPTION = "--memory-limit"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
-from cudasmith.harness.confinement import PROC, Policy, device_nodes, own_proc_entry
+from cudasmith.harness.walls.confinement import PROC, Policy, device_nodes, own_proc_entry
 
 # Audited operations that change the file system, and which of their arguments are the paths changed.
 WRITE_EVENTS: dict[str, tuple[int, ...]] = {

@@ -1,12 +1,14 @@
-"""A config's typed sub-results in a verdict: a time as measured (Timing) and each baseline beside it
-(BaselineEntry). Their JSON forms are those of DESIGN.md's verdict; `from_dict` reads them back from a
-verdict's JSON (a run store's, a user's file), tolerantly: a missing field takes its default."""
+"""What a config is and what it gave, as typed data that crosses the wire: its size and work as the judge's
+worker describes it (ConfigDescription), and the sub-results of a verdict: a time as measured (Timing),
+each baseline beside it (BaselineEntry), a mismatch's report (Mismatch). Their JSON forms are those of
+DESIGN.md's verdict; `from_dict` reads them back from a verdict's JSON (a run store's, a user's file),
+tolerantly: a missing field takes its default."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from cudasmith.harness.wire import JsonObject, known_fields
+from cudasmith.harness.wire.fields import JsonObject, known_fields
 from cudasmith.timing.protocol import RAW_KEYS, Measurement, TimingPlan
 
 # A time's raw lists (of a measurement's samples): in a verdict's JSON only when asked for. What ran in
@@ -31,6 +33,19 @@ def _fields_of(cls: type, data: JsonObject, nested: dict[str, type]) -> JsonObje
         if isinstance(values.get(name), dict):
             values[name] = record(**values[name])
     return values
+
+
+@dataclass(frozen=True)
+class ConfigDescription:
+    """One config's size and work, from the reference on meta tensors (tasks.inputs.describe_config,
+    whose keys these are); `unknown` says why the reference could not run there."""
+
+    input_bytes: int | None = None
+    parameter_bytes: int | None = None
+    output_bytes: int | None = None
+    flops: int | None = None
+    bytes_moved: int | None = None
+    unknown: str | None = None
 
 
 @dataclass
