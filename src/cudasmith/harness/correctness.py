@@ -17,10 +17,10 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cudasmith.harness.builds import lazy_build
 from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
+from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Construct, Failed, InputSpec, Run
 from cudasmith.harness.wire.results import ConfigDescription
@@ -29,9 +29,6 @@ from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.parameters import NO_PARAMETERS
 from cudasmith.tasks.problem import Config, Problem
 from cudasmith.wording import plural
-
-if TYPE_CHECKING:
-    from cudasmith.harness.session import Judge
 
 # On the CPU, configs bigger than this (inputs plus outputs, or FLOPs) are skipped; the smallest
 # public and the smallest hidden config always run.
@@ -135,7 +132,7 @@ def cascade(
 
 
 def construct(
-    judge: Judge,
+    view: SessionView,
     candidate: WorkerProcess,
     verdict: Verdict,
     result: ConfigResult,
@@ -148,7 +145,7 @@ def construct(
     where Model's parameters could not be drawn into ModelNew's go into `undrawn`)."""
     what = f"constructing ModelNew for {name} (builds included: --load-time-limit gives it more)"
     try:
-        reply = candidate.request(Construct(spec), judge.options.load_timeout_s, what)
+        reply = candidate.request(Construct(spec), view.options.load_timeout_s, what)
     except WorkerFailure as failure:
         result.status, result.reason = failure.status, str(failure)
         return False
@@ -183,17 +180,17 @@ def label(index: int, config: Config, hidden: bool, problem: Problem) -> str:
 
 
 def check_candidate(
-    judge: Judge, candidate: WorkerProcess, verdict: Verdict, results: dict[int, ConfigResult]
+    view: SessionView, candidate: WorkerProcess, verdict: Verdict, results: dict[int, ConfigResult]
 ) -> bool:
     """Run the cascade; False (with the failure recorded in `results`) at the first failing step."""
-    problem, options = judge.problem, judge.options
+    problem, options = view.problem, view.options
     with_drawn = options.drawn_inputs and options.defences and not problem.has_validate
     with_parameters = options.drawn_parameters and options.defences
     fresh = options.defences and not options.timing  # timed calls are re-checked on such inputs otherwise
     steps = cascade(
-        judge.selected,
-        judge.described,
-        judge.secret,
+        view.selected,
+        view.described,
+        view.secret,
         options.seeds_per_config,
         with_drawn,
         with_parameters,
@@ -208,14 +205,14 @@ def check_candidate(
             name = f"{name} on {DRAWN}"
         if step.fresh:
             name = f"{name} on {FRESH}"
-        judge.progress(f"checking {name}", number, len(steps))
+        view.progress(f"checking {name}", number, len(steps))
         result = results[step.index]
         if step.index not in constructed:
-            if not construct(judge, candidate, verdict, result, step.spec, name, undrawn):
+            if not construct(view, candidate, verdict, result, step.spec, name, undrawn):
                 return False
             constructed.add(step.index)
         spec = replace(step.spec, parameters=result.parameters_drawn)
-        reference = judge.oracle.reference(spec, name)
+        reference = view.oracle.reference(spec, name)
         if reference.float64_reason:
             verdict.note(f"no float64 reference ({reference.float64_reason}); judged against the task dtype")
         if step.drawn and reference.drawn_skip:
@@ -227,7 +224,7 @@ def check_candidate(
             verdict.note(
                 f"the problem's own inputs make the output trivial on {name}: {reference.degenerate}"
             )
-        limit = judge.call_limit(step.index) + (options.first_call_extra_s if first_call else 0.0)
+        limit = view.call_limit(step.index) + (options.first_call_extra_s if first_call else 0.0)
         what = f"running {name}" + (
             " (the first call, compilation and autotuning included: --first-call-extra gives it more)"
             if first_call
@@ -243,12 +240,12 @@ def check_candidate(
                 result.status, result.reason = Status.INCORRECT, f"{name}: {UNCHECKABLE}"
                 return False
             verdict.note(f"the answer on {name} is {reference.zero_answer}: errors are judged on that scale")
-        request = Run(spec, judge.output_bytes(step.index), fresh_perturbation=step.fresh)
+        request = Run(spec, view.output_bytes(step.index), fresh_perturbation=step.fresh)
         started = time.monotonic()
         try:
             # A call is a step of the timing lease: a timing window waits for it to end. A first call
             # that builds is not (a window would wait out a build): its worker is paused instead.
-            with nullcontext() if builds else judge.lease.step(candidate):
+            with nullcontext() if builds else view.lease.step(candidate):
                 reply = candidate.request(request, limit, what)
         except WorkerFailure as failure:
             result.status, result.reason = failure.status, str(failure)
@@ -273,7 +270,7 @@ def check_candidate(
                 result.reason = f"{name}: the worker did not say how it perturbed the inputs"
                 return False
             spec = replace(spec, perturb=reply.perturb)  # the reference is computed only now
-        comparison = judge.oracle.compare([(spec, reply.outputs)], candidate.token)[0]
+        comparison = view.oracle.compare([(spec, reply.outputs)], candidate.token)[0]
         # The fresh step is a defence, not a measurement: its inputs cannot be drawn again, so the input sets
         # counted and the errors reported (the same again with --seed) are the seeded ones'; it still fails
         # a candidate that does not match there.

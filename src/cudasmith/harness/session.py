@@ -43,10 +43,10 @@ from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timed import time_ahead, time_candidate
 from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
+from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls import sandbox
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess, visible_gpu
 from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
-from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
@@ -201,31 +201,17 @@ class Judge:
             if not self.lease.probe.verified:  # NVML's samples of this GPU, by its UUID
                 names = (loaded.gpu_uuid, self.lease_key)
                 self.lease.probe = gpu_probe(*(name for name in names if name))
-        self.selected, self.skipped = select_configs(self.problem, self.described, self.options.device)
+        described = self.oracle.described
+        self.selected, self.skipped = select_configs(self.problem, described, self.options.device)
         self.baselines.identity = self._identity()  # now that the device and its launch cost are known
+        self.view = SessionView(self.problem, self.options, self.secret, tuple(self.selected), tuple(described),
+                                self.plan, self.oracle, self.lease, self.baselines, self.progress, self)  # fmt: skip
 
     def _identity(self) -> str:
         """What a baseline time kept on disk depends on besides its config (as a JSON key)."""
         identity = {"problem": self.problem.source_hash, "device": self.device_name, **software_versions(),
                     "l2": self.plan.l2_state, "launch": self.plan.launch, "launch_us": self.plan.launch_us}  # fmt: skip
         return json.dumps(identity, sort_keys=True)
-
-    # -- what the rounds use -------------------------------------------------------------------
-
-    def progress_line(self, what: str) -> None:
-        self.progress(what, 0, 0)
-
-    @property
-    def described(self) -> list[ConfigDescription]:
-        """Each config's size and work, as the judge's worker described them."""
-        return self.oracle.described
-
-    def call_limit(self, index: int) -> float:
-        """The time limit of one call on a config (from --time-limit, or from the reference's own time)."""
-        return self.options.call_limit_s(self.oracle.call_seconds.get(index))
-
-    def output_bytes(self, index: int) -> int:
-        return (self.described[index].output_bytes or 0) if index < len(self.described) else 0
 
     # -- judging -------------------------------------------------------------------------------
 
@@ -298,7 +284,7 @@ class Judge:
         results = {
             i: ConfigResult(index=i, config=self._shown(i, c, h), hidden=h) for i, c, h in self.selected
         }
-        correct = check_candidate(self, candidate, verdict, results)
+        correct = check_candidate(self.view, candidate, verdict, results)
         ordered = [results[i] for i, _, _ in self.selected]
         asked: list[int] = []  # the Finish request sent in the candidate's hold, if it was
         if correct and self.options.timing:
@@ -306,7 +292,7 @@ class Judge:
             def last() -> None:  # the candidate's last request, sent while its hold keeps it running
                 asked.append(candidate.ask_to_finish(FINISH_IN_HOLD_S))
 
-            time_candidate(self, candidate, verdict, ordered, last)
+            time_candidate(self.view, candidate, verdict, ordered, last)
         if all(r.status == Status.CORRECT for r in ordered):
             try:
                 candidate.finish(JUDGE_CALL_TIMEOUT_S, asked[0] if asked else None)
@@ -314,7 +300,7 @@ class Judge:
                 finish(verdict, ordered, (failure.status, failure.reason))
                 return
         finish(verdict, ordered)
-        verdict.limits["call_s"] = max((self.call_limit(i) for i, _, _ in self.selected), default=0.0)
+        verdict.limits["call_s"] = max((self.view.call_limit(i) for i, _, _ in self.selected), default=0.0)
 
     def _shown(self, index: int, config: Config, hidden: bool) -> Config | str:
         return f"hidden#{index - len(self.problem.configs)}" if hidden else config
@@ -342,7 +328,7 @@ class Judge:
             return
         with contextlib.suppress(CudasmithError):
             self._start()
-            time_ahead(self)
+            time_ahead(self.view)
 
     def expect(self, queued: int, order: int = 0) -> None:
         """`queued` candidates wait for this session beyond those it judges now (an executor's count, the

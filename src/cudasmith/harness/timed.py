@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from cudasmith.errors import HarnessError
 from cudasmith.harness.assemble import apply_baselines
@@ -22,6 +21,7 @@ from cudasmith.harness.correctness import label
 from cudasmith.harness.lease import Hold, Window
 from cudasmith.harness.options import TIMING_EXTRA_S
 from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Failed, Time, Timed, TimeSpec
 from cudasmith.harness.wire.results import Timing, TimingReport
@@ -30,29 +30,26 @@ from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.problem import Config
 from cudasmith.wording import plural
 
-if TYPE_CHECKING:
-    from cudasmith.harness.session import Judge
-
 # Timing rotates among this many distinct input sets (the worker may use fewer to fit memory).
 TIMING_SEEDS = 4
 
 
-def time_spec(judge: Judge, index: int, config: Config) -> TimeSpec:
+def time_spec(view: SessionView, index: int, config: Config) -> TimeSpec:
     """What timing one config asks for: its input sets, the session's plan, the re-checks."""
-    seeds = tuple(derive_seed(judge.secret, "time", index, k) for k in range(TIMING_SEEDS))
-    checks = judge.options.timed_checks if judge.options.defences else 0
-    return TimeSpec(index, config, derive_seed(judge.secret, "init", index), seeds, judge.plan, checks)
+    seeds = tuple(derive_seed(view.secret, "time", index, k) for k in range(TIMING_SEEDS))
+    checks = view.options.timed_checks if view.options.defences else 0
+    return TimeSpec(index, config, derive_seed(view.secret, "init", index), seeds, view.plan, checks)
 
 
-def timing_limit_s(judge: Judge, index: int) -> float:
+def timing_limit_s(view: SessionView, index: int) -> float:
     """How long one config's timing may take: sampling, warm-up, and some calls' worth of slack."""
-    plan = judge.plan
+    plan = view.plan
     calls = plan.min_samples + plan.warmup_calls + 4
-    return TIMING_EXTRA_S + plan.max_seconds + plan.warmup_ms / 1e3 + calls * judge.call_limit(index)
+    return TIMING_EXTRA_S + plan.max_seconds + plan.warmup_ms / 1e3 + calls * view.call_limit(index)
 
 
 def time_candidate(
-    judge: Judge,
+    view: SessionView,
     candidate: WorkerProcess,
     verdict: Verdict,
     ordered: list[ConfigResult],
@@ -67,33 +64,31 @@ def time_candidate(
     finish), which would otherwise wait for the whole of the next candidate's hold, its worker paused by
     it. Speedups, the roofline and what a failure means are worked out after the hold, while other
     candidates go on."""
-    configs = {i: c for i, c, _ in judge.selected}
-    verdict.timing = TimingReport(judge.plan.l2_state, judge.plan.launch, judge.plan)
+    configs = {i: c for i, c, _ in view.selected}
+    verdict.timing = TimingReport(view.plan.l2_state, view.plan.launch, view.plan)
     timed: list[_Timed] = []
-    with judge.lease.hold(owner=candidate) as hold:
-        judge.oracle.ensure_peaks(hold, judge.progress_line)
+    with view.lease.hold(owner=candidate) as hold:
+        view.oracle.ensure_peaks(hold, view.progress_line)
         # The baselines first: the candidate, paused while they are timed, ran before this hold.
-        specs = [_spec(judge, result, configs[result.index]) for result in ordered]
-        names = [_name(judge, result, configs) for result in ordered]
+        specs = [_spec(view, result, configs[result.index]) for result in ordered]
+        names = [_name(view, result, configs) for result in ordered]
         used = [
-            judge.baselines.for_config(spec, name, hold, judge.progress_line)
+            view.baselines.for_config(spec, name, hold, view.progress_line)
             for spec, name in zip(specs, names, strict=True)
         ]
         for result, spec, name, baselines in zip(ordered, specs, names, used, strict=True):
-            reply = time_config(judge, candidate, result, spec, baselines, hold)
-            rechecked = reply is not None and _recheck(
-                judge, candidate, verdict, result, spec, reply[0], name
-            )
+            reply = time_config(view, candidate, result, spec, baselines, hold)
+            rechecked = reply is not None and _recheck(view, candidate, verdict, result, spec, reply[0], name)
             timed.append(_Timed(result, name, baselines, reply))
             if not rechecked:
                 break
         else:
             last()
     waited(verdict.timing, hold)
-    if judge.oracle.peaks is not None:
-        verdict.peaks = judge.oracle.peaks
-    elif judge.oracle.peaks_error is not None:
-        verdict.note(f"no roofline: {judge.oracle.peaks_error}")
+    if view.oracle.peaks is not None:
+        verdict.peaks = view.oracle.peaks
+    elif view.oracle.peaks_error is not None:
+        verdict.note(f"no roofline: {view.oracle.peaks_error}")
     windows: list[Window] = [b.window for entry in timed for b in entry.baselines.values() if b.window]
     own: list[Window] = []
     for entry in timed:
@@ -103,7 +98,7 @@ def time_candidate(
         reply, window = entry.reply
         own.append(window)
         _record(verdict, result, reply, window, entry.baselines["eager"], entry.name)
-        _compare_with_baselines(judge, candidate, verdict, result, entry.baselines, configs[result.index])
+        _compare_with_baselines(view, candidate, verdict, result, entry.baselines, configs[result.index])
         _no_speedup_from_shared(result, entry.baselines, window, entry.name, verdict)
         if result.status != Status.CORRECT:
             break
@@ -111,7 +106,7 @@ def time_candidate(
         # All or nothing: a candidate that disturbed its own slow configs must not be judged on its fast ones.
         for result in ordered:
             _no_speedup(result)
-    exclusivity(verdict.timing, windows + own, judge.lease.probe.how)
+    exclusivity(verdict.timing, windows + own, view.lease.probe.how)
 
 
 @dataclass
@@ -125,25 +120,23 @@ class _Timed:
     reply: tuple[Timed, Window] | None
 
 
-def time_ahead(judge: Judge) -> None:
+def time_ahead(view: SessionView) -> None:
     """The session's own timing, done while no candidate is being judged (the queue waits for its builds):
     the device's peaks and every selected config's baselines, a hold each config, as the first candidate's
     timing would otherwise do them with the GPU idle until then."""
-    for index, config, hidden in judge.selected:
-        with judge.lease.hold(session=judge) as hold:
-            judge.oracle.ensure_peaks(hold, judge.progress_line)
-            name = label(index, config, hidden, judge.problem)
-            judge.baselines.for_config(
-                time_spec(judge, index, config), name, hold, judge.progress_line, False
-            )
+    for index, config, hidden in view.selected:
+        with view.lease.hold(session=view.owner) as hold:
+            view.oracle.ensure_peaks(hold, view.progress_line)
+            name = label(index, config, hidden, view.problem)
+            view.baselines.for_config(time_spec(view, index, config), name, hold, view.progress_line, False)
 
 
-def _name(judge: Judge, result: ConfigResult, configs: dict[int, Config]) -> str:
-    return label(result.index, configs[result.index], result.hidden, judge.problem)
+def _name(view: SessionView, result: ConfigResult, configs: dict[int, Config]) -> str:
+    return label(result.index, configs[result.index], result.hidden, view.problem)
 
 
-def _spec(judge: Judge, result: ConfigResult, config: Config) -> TimeSpec:
-    return replace(time_spec(judge, result.index, config), parameters=result.parameters_drawn)
+def _spec(view: SessionView, result: ConfigResult, config: Config) -> TimeSpec:
+    return replace(time_spec(view, result.index, config), parameters=result.parameters_drawn)
 
 
 def waited(report: TimingReport, hold: Hold) -> None:
@@ -169,7 +162,7 @@ def exclusivity(report: TimingReport, windows: list[Window], how: str) -> None:
 
 
 def time_config(
-    judge: Judge,
+    view: SessionView,
     candidate: WorkerProcess,
     result: ConfigResult,
     spec: TimeSpec,
@@ -177,12 +170,12 @@ def time_config(
     hold: Hold,
 ) -> tuple[Timed, Window] | None:
     """Time the candidate on one config in a window of its own; None (the failure recorded) if it failed."""
-    name = label(result.index, spec.config, result.hidden, judge.problem)
+    name = label(result.index, spec.config, result.hidden, view.problem)
     eager = baselines["eager"]
     if eager.measurement is None:
         raise HarnessError(f"the reference failed while timing eager PyTorch on {name}: {eager.error}")
-    judge.progress(f"timing {name}", 0, 0)
-    limit_s = timing_limit_s(judge, result.index)
+    view.progress(f"timing {name}", 0, 0)
+    limit_s = timing_limit_s(view, result.index)
 
     def run() -> Timed | Failed | WorkerFailure:
         try:
@@ -225,7 +218,7 @@ def _record(
 
 
 def _compare_with_baselines(
-    judge: Judge,
+    view: SessionView,
     candidate: WorkerProcess,
     verdict: Verdict,
     result: ConfigResult,
@@ -234,13 +227,13 @@ def _compare_with_baselines(
 ) -> None:
     """Speedups against every baseline and the roofline; peaks measured again once (with the device
     held alone) if a baseline beat them."""
-    name = label(result.index, config, result.hidden, judge.problem)
-    described, dtype = judge.described[result.index], judge.problem.dtype
-    oracle = judge.oracle
+    name = label(result.index, config, result.hidden, view.problem)
+    described, dtype = view.described[result.index], view.problem.dtype
+    oracle = view.oracle
     beyond, impossible = apply_baselines(
         result, baselines, described, dtype, oracle.peaks, name, verdict.note
     )
-    if beyond and oracle.remeasure_peaks(candidate, judge.progress_line):
+    if beyond and oracle.remeasure_peaks(candidate, view.progress_line):
         assert oracle.peaks is not None
         verdict.peaks = oracle.peaks
         verdict.note("the device's peaks were measured again after a baseline beat them")
@@ -281,7 +274,7 @@ def _no_speedup(result: ConfigResult) -> None:
 
 
 def _recheck(
-    judge: Judge,
+    view: SessionView,
     candidate: WorkerProcess,
     verdict: Verdict,
     result: ConfigResult,
@@ -310,7 +303,7 @@ def _recheck(
             f"{name}: {len(items)} of {timed_calls} timed calls re-checked, not {spec.checks} (their outputs are "
             f"too large to keep more): skipping the work on half the calls escapes with probability {escape:.1e}"
         )
-    comparisons = judge.oracle.compare(items, candidate.token, rechecks=True)
+    comparisons = view.oracle.compare(items, candidate.token, rechecks=True)
     for check, comparison in zip(reply.checks, comparisons, strict=True):
         if comparison.transfer is not None:
             result.status = Status.REJECTED
