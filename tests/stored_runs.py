@@ -10,6 +10,7 @@ from cudasmith.device import DevicePeaks
 from cudasmith.harness.roofline import Roofline
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.wire.results import BaselineEntry
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.store import CacheKey, Run, RunStore, code_hash
 
 DEVICE = "NVIDIA H200 (test)"
@@ -26,7 +27,9 @@ WORK = {"level1/relu": [(1e6, 8e6), (4e7, 3.2e8)], "level1/matmul": [(2e9, 1.2e7
 BASELINE_MS = {"eager": 0.01, "compile": 0.008}
 
 
-def verdict(task: str, status: str, speed: float = 1.0, reason: str = "") -> dict[str, Any]:
+def verdict(
+    task: str, status: str, speed: float = 1.0, reason: str = "", rule: Rule | None = None
+) -> dict[str, Any]:
     """A verdict on `task`; when correct, every config `speed` times faster than eager PyTorch."""
     configs = []
     for index, (flops, moved) in enumerate(WORK[task]):
@@ -50,9 +53,11 @@ def verdict(task: str, status: str, speed: float = 1.0, reason: str = "") -> dic
     speedups = (
         {n: BASELINE_MS[n] / BASELINE_MS["eager"] * speed for n in BASELINE_MS} if status == "correct" else {}
     )
+    known = Status(status)
     return Verdict(
-        status=status,
+        status=known,
         reason=reason or status,
+        rule=rule or Rule.of_status(known),
         task=task,
         solution="x.py",
         device=DEVICE,
@@ -68,19 +73,20 @@ def _run(store: RunStore, **fields: Any) -> Run:
     return store.create_run(Run(**{**base, **fields}))
 
 
-# The bench of files: (task, status, speedup, reason, what KernelBench claimed).
+# The bench of files: (task, status, speedup, reason, what KernelBench claimed, the rule broken).
 FOLDER = [
-    ("level1/relu", "correct", 2.5, "", True),
-    ("level1/relu", "rejected", 1.0, "config 0: input 0 was modified by forward", True),
-    ("level1/matmul", "correct", 0.8, "", True),
+    ("level1/relu", "correct", 2.5, "", True, None),
+    ("level1/relu", "rejected", 1.0, "config 0: input 0 was modified by forward", True, Rule.INPUT_MUTATION),
+    ("level1/matmul", "correct", 0.8, "", True, None),
     (
         "level1/matmul",
         "rejected",
         1.0,
         "config 0: PyTorch operator aten::mm called inside forward (1x)",
         True,
+        Rule.PYTORCH_COMPUTE,
     ),
-    ("level1/matmul", "incorrect", 1.0, "config 0: 12 of 64 values differ", False),
+    ("level1/matmul", "incorrect", 1.0, "config 0: 12 of 64 values differ", False, None),
 ]
 
 
@@ -88,7 +94,7 @@ def bench_of_files(store: RunStore) -> str:
     """A bench over five files for two tasks; returns its run id."""
     run = _run(store, kind="bench", task="level1 (2 tasks)", strategy="folder")
     key = CacheKey("v", DEVICE, "h", "o")
-    for index, (task, status, speed, reason, claimed) in enumerate(FOLDER):
+    for index, (task, status, speed, reason, claimed, rule) in enumerate(FOLDER):
         source = f"# {index}"
         meta = {"task": task, "sample": index, "claimed_correct": claimed}
         candidate = store.add_candidate(
@@ -101,7 +107,7 @@ def bench_of_files(store: RunStore) -> str:
             meta=meta,
         )
         store.record_verdict(
-            candidate.id, verdict(task, status, speed, reason), key, candidate.code_hash, run.id
+            candidate.id, verdict(task, status, speed, reason, rule), key, candidate.code_hash, run.id
         )
     store.update_run(run.id, status="finished")
     return run.id

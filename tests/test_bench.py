@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from cudasmith.bench.folder import BenchResult, bench_folder
 from cudasmith.harness.options import EvalOptions
 from cudasmith.store import CandidateRecord, RunStore
+from cudasmith.store.integrity import VERDICT_COLUMNS, verdict_mac
 from cudasmith.store.metrics import speedup_of
 from cudasmith.store.rules import rule_broken
 from cudasmith.store.runs import RunView, load_run
@@ -175,3 +177,36 @@ def test_bad_bench_input_is_one_line(tmp_path: Path) -> None:
     RunStore(tmp_path / "r.db").close()
     resumed = run_cli("bench", "--resume", "bench-nope", "--store", str(tmp_path / "r.db"))
     assert resumed.returncode == 2 and "no run 'bench-nope'" in resumed.stderr
+
+
+@pytest.mark.slow
+def test_a_rejections_rule_holds_however_its_reason_is_worded(
+    suite_bench: tuple[Path, Path, BenchResult], tmp_path: Path
+) -> None:
+    """The judge rewords every message of the bench's verdicts: bench's summary and `report` count the same
+    rules, read from each verdict's `rule`, never from its words."""
+    store_path, _, result = suite_bench
+    reworded = tmp_path / "reworded.db"
+    with sqlite3.connect(store_path) as source, sqlite3.connect(reworded) as copy:
+        source.backup(copy)
+    with sqlite3.connect(reworded) as db:
+        db.row_factory = sqlite3.Row
+        for row in db.execute("SELECT * FROM verdicts WHERE run_id = ?", (result.run_id,)).fetchall():
+            columns = {name: row[name] for name in VERDICT_COLUMNS}
+            verdict = json.loads(columns["verdict"])
+            verdict["reason"] = f"the judge said this in other words ({row['id']})"
+            for config in verdict["configs"]:
+                config["reason"] = "in other words too"
+            columns["verdict"] = json.dumps(verdict)
+            db.execute(
+                "UPDATE verdicts SET verdict = ?, mac = ? WHERE id = ?",
+                (columns["verdict"], verdict_mac(columns), row["id"]),
+            )
+    expected = {"input-mutation": 1, "tampering": 1, "pytorch-compute": 1}
+    assert view(reworded, result.run_id).summary.rules == expected
+    done = run_cli("report", result.run_id, "--store", str(reworded))
+    assert done.returncode == 0, done.stderr
+    shown = " ".join(done.stdout.split())
+    for rule in expected:
+        assert f"rejected 1× for {rule}" in shown, shown
+    assert "for other" not in shown

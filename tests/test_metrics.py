@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cudasmith.harness.screen import screen
+from cudasmith.store.legacy import rule_of_reason
 from cudasmith.store.metrics import (
     Attempt,
     Cost,
@@ -27,12 +28,17 @@ EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 
 
 def verdict(
-    status: str, speedups: dict[str, float] | None = None, reason: str = "", sol: tuple[float, ...] = ()
+    status: str,
+    speedups: dict[str, float] | None = None,
+    reason: str = "",
+    sol: tuple[float, ...] = (),
+    rule: str | None = None,
 ) -> dict[str, Any]:
     speedups = speedups or {}
     return {
         "status": status,
         "reason": reason,
+        "rule": rule,
         "speedup": speedups.get("eager"),
         "speedups": speedups,
         "configs": [{"index": i, "sol_pct": s} for i, s in enumerate(sol)],
@@ -44,7 +50,9 @@ ATTEMPTS = [
     Attempt("a", verdict("correct", {"eager": 1.2}, sol=(40.0,))),
     Attempt("b", verdict("correct", {"eager": 0.8, "compile": 1.6})),
     Attempt("b", verdict("incorrect", reason="values differ")),
-    Attempt("c", verdict("rejected", reason="config 0: input 0 was modified by forward")),
+    Attempt(
+        "c", verdict("rejected", reason="config 0: input 0 was modified by forward", rule="input-mutation")
+    ),
 ]
 
 
@@ -113,7 +121,7 @@ TORCH_SOFTMAX = "PyTorch operator aten::_softmax called inside forward (1x)"
 def test_claims_of_another_judge_are_checked() -> None:
     claims = [
         Attempt("a", verdict("correct", {"eager": 2.0}), claimed_correct=True),
-        Attempt("a", verdict("rejected", reason=TORCH_SOFTMAX), claimed_correct=True),
+        Attempt("a", verdict("rejected", reason=TORCH_SOFTMAX, rule="pytorch-compute"), claimed_correct=True),
         Attempt("b", verdict("incorrect", reason="values differ"), claimed_correct=True),
         Attempt("b", verdict("compile_error", reason="nvcc: error"), claimed_correct=False),
     ]
@@ -137,10 +145,11 @@ def test_sol_pct_is_none_when_nothing_was_timed() -> None:
         ("stale_scavenge.py", "introspection"),
     ],
 )
-def test_static_screen_reasons_name_their_rule(solution: str, rule: str) -> None:
-    reason = str(screen((EXPLOITS / solution).read_text()))
-    rejected = {"status": "rejected", "reason": reason}
-    assert rule_broken(rejected) == rule, reason
+def test_static_screen_findings_name_their_rule(solution: str, rule: str) -> None:
+    finding = screen((EXPLOITS / solution).read_text())
+    assert finding is not None and finding.rule == rule, finding
+    rejected = {"status": "rejected", "reason": str(finding), "rule": str(finding.rule)}
+    assert rule_broken(rejected) == rule
     assert caught_by(rejected) == "static screen"
 
 
@@ -158,11 +167,20 @@ def test_static_screen_reasons_name_their_rule(solution: str, rule: str) -> None
         ("config 0 {}: something the harness will say one day", OTHER_RULE),
     ],
 )
-def test_run_time_reasons_name_their_rule(reason: str, rule: str) -> None:
-    assert rule_broken({"status": "rejected", "reason": reason}) == rule
+def test_an_older_judges_reasons_give_their_rule_once(reason: str, rule: str) -> None:
+    # Only the store's migration of verdicts stored before verdicts named their rule reads a reason.
+    assert rule_of_reason("rejected", reason) == rule
     assert caught_by({"status": "rejected", "reason": reason}) == "run time"
 
 
-def test_only_rejections_break_rules_and_an_explicit_rule_wins() -> None:
-    assert rule_broken({"status": "incorrect", "reason": "input 0 was modified"}) is None
-    assert rule_broken({"status": "rejected", "reason": "x", "rule": "custom"}) == "custom"
+def test_only_rejections_break_rules_and_the_rule_named_is_the_one_counted() -> None:
+    assert (
+        rule_broken({"status": "incorrect", "reason": "input 0 was modified", "rule": "wrong-answer"}) is None
+    )
+    assert (
+        rule_broken({"status": "rejected", "reason": "input 0 was modified", "rule": "caching"}) == "caching"
+    )
+    # A verdict that names no rule (a file of an older judge) is counted, under "other", never guessed.
+    assert rule_broken({"status": "rejected", "reason": "input 0 was modified"}) == OTHER_RULE
+    assert rule_of_reason("incorrect", "values differ") == "wrong-answer"
+    assert rule_of_reason("correct", "") is None

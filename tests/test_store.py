@@ -3,6 +3,7 @@ baselines taken from verdicts, and a candidate's multi-turn chain."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -176,3 +177,44 @@ def test_a_second_process_reads_while_a_run_writes(tmp_path: Path) -> None:
         )
         assert done.stdout.strip() == "2"
         assert store.run(run.id).task == "level1/relu"
+
+
+def test_verdicts_stored_before_rules_were_named_get_theirs_once(tmp_path: Path) -> None:
+    """A store of schema 2 (verdicts without `rule`) brought up to date: each intact verdict gets the rule of
+    its reason, with a MAC that still vouches for it; a row that failed its MAC stays as it was."""
+    from cudasmith.store.integrity import VERDICT_COLUMNS, verdict_mac
+    from cudasmith.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    for number in (0, 1):
+        db.executescript(f"BEGIN;\n{MIGRATIONS[number]}\nPRAGMA user_version = {number + 1};\nCOMMIT;")
+    rejected = {"status": "rejected", "reason": "config 1 {}: input 0 was modified by forward", "configs": [
+        {"index": 0, "status": "correct", "reason": "matches"},
+        {"index": 1, "status": "rejected", "reason": "config 1 {}: input 0 was modified by forward"},
+    ]}  # fmt: skip
+    stored = [
+        (rejected, True),
+        ({"status": "incorrect", "reason": "values differ", "configs": []}, True),
+        ({"status": "rejected", "reason": "the solution replaced torch.allclose", "configs": []}, False),
+    ]
+    for verdict_data, intact in stored:
+        columns = {"code_hash": "c", **KEY.__dict__, "run_id": "old", "status": verdict_data["status"],
+                   "speedup": None, "verdict": json.dumps(verdict_data)}  # fmt: skip
+        mac = verdict_mac(columns) if intact else "forged"
+        names = [*VERDICT_COLUMNS, "mac", "created_at"]
+        db.execute(
+            f"INSERT INTO verdicts ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+            [*(columns[name] for name in VERDICT_COLUMNS), mac, "2026-11-01T00:00:00"],
+        )
+    db.close()
+    with RunStore(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        records = sorted(store.verdicts("old"), key=lambda record: record.id)
+    first, second, third = records[0].verdict, records[1].verdict, records[2]
+    assert first["rule"] == "input-mutation" and [c["rule"] for c in first["configs"]] == [
+        None,
+        "input-mutation",
+    ]
+    assert second["rule"] == "wrong-answer"
+    assert third.tampered  # not vouched for by a new MAC, nor given a rule

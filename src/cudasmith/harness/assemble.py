@@ -8,9 +8,9 @@ from collections.abc import Callable
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.baselines import BASELINES, BaselineTime
 from cudasmith.harness.roofline import roofline
-from cudasmith.harness.verdict import ConfigResult, Verdict, geometric_mean, overall_status
+from cudasmith.harness.verdict import ConfigResult, Failure, Verdict, geometric_mean, overall_status
 from cudasmith.harness.wire.results import ConfigDescription, Timing
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.timing.protocol import NOISE_TARGET_STOP
 from cudasmith.wording import plural
 
@@ -101,8 +101,9 @@ def _speedup_range(result: ConfigResult, label: str, note: Callable[[str], None]
     )
 
 
-def finish(verdict: Verdict, results: list[ConfigResult], early: tuple[Status, str] | None = None) -> None:
-    """The verdict's status, reason, speedups and shares from its configs (or from an early failure)."""
+def finish(verdict: Verdict, results: list[ConfigResult], early: Failure | None = None) -> None:
+    """The verdict's status, reason, rule, speedups and shares from its configs (or from an early failure:
+    a worker's that failed or refused before any config was checked)."""
     verdict.configs = results
     checks = [r.kernelbench_tolerance for r in results if r.kernelbench_tolerance is not None]
     verdict.kernelbench_tolerance = all(checks) if checks else None
@@ -113,13 +114,14 @@ def finish(verdict: Verdict, results: list[ConfigResult], early: tuple[Status, s
             f"half types): {within} tolerance on the input sets compared"
         )
     if early is not None:
-        verdict.status, verdict.reason = early
+        verdict.status, verdict.reason, verdict.rule = early.status, early.reason, early.rule
         return
     status = overall_status([r.status for r in results])
     verdict.status = status
     if status != Status.CORRECT:
         failing = next((r for r in results if r.status == status), None)
         verdict.reason = failing.reason if failing is not None else str(status)
+        verdict.rule = (failing.rule if failing is not None else None) or Rule.of_status(status)
         _stopped_at(results, failing)
         return
     timed = [r for r in results if r.speedup]

@@ -24,7 +24,7 @@ from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Construct, Failed, InputSpec, Run
 from cudasmith.harness.wire.results import ConfigDescription
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.parameters import NO_PARAMETERS
 from cudasmith.tasks.problem import Config, Problem
@@ -147,11 +147,12 @@ def construct(
     try:
         reply = candidate.request(Construct(spec), view.options.load_timeout_s, what)
     except WorkerFailure as failure:
-        result.status, result.reason = failure.status, str(failure)
+        result.fail(failure.status, str(failure), failure.rule)
         return False
     if isinstance(reply, Failed):
-        result.status = reply.verdict_status
-        result.reason = f"{name}: constructing ModelNew: {reply.reason}"
+        result.fail(
+            reply.verdict_status, f"{name}: constructing ModelNew: {reply.reason}", reply.verdict_rule
+        )
         verdict.artifacts.setdefault("traceback", reply.traceback)
         return False
     seconds = reply.seconds
@@ -237,7 +238,7 @@ def check_candidate(
         called.add(step.index)
         if reference.zero_answer:
             if step.index in undrawn:
-                result.status, result.reason = Status.INCORRECT, f"{name}: {UNCHECKABLE}"
+                result.fail(Status.INCORRECT, f"{name}: {UNCHECKABLE}")
                 return False
             verdict.note(f"the answer on {name} is {reference.zero_answer}: errors are judged on that scale")
         request = Run(spec, view.output_bytes(step.index), fresh_perturbation=step.fresh)
@@ -248,7 +249,7 @@ def check_candidate(
             with nullcontext() if builds else view.lease.step(candidate):
                 reply = candidate.request(request, limit, what)
         except WorkerFailure as failure:
-            result.status, result.reason = failure.status, str(failure)
+            result.fail(failure.status, str(failure), failure.rule)
             return False
         if builds:
             seconds = time.monotonic() - started
@@ -258,16 +259,15 @@ def check_candidate(
             )
         first_call = False
         if isinstance(reply, Failed):
-            result.status = reply.verdict_status
-            result.reason = f"{name}: {reply.reason}"
+            result.fail(reply.verdict_status, f"{name}: {reply.reason}", reply.verdict_rule)
             verdict.artifacts.setdefault("traceback", reply.traceback)
             return False
         for op, count in reply.torch_ops.items():
             verdict.torch_ops[op] = max(count, verdict.torch_ops.get(op, 0))
         if step.fresh:
             if reply.perturb is None:
-                result.status = Status.REJECTED
-                result.reason = f"{name}: the worker did not say how it perturbed the inputs"
+                reason = f"{name}: the worker did not say how it perturbed the inputs"
+                result.fail(Status.REJECTED, reason, Rule.FORGED_RESULTS)
                 return False
             spec = replace(spec, perturb=reply.perturb)  # the reference is computed only now
         comparison = view.oracle.compare([(spec, reply.outputs)], candidate.token)[0]
@@ -276,8 +276,8 @@ def check_candidate(
         # a candidate that does not match there.
         result.seeds_checked += 0 if step.fresh else 1
         if comparison.transfer is not None:
-            result.status = Status.REJECTED
-            result.reason = f"{name}: the outputs could not be read ({comparison.transfer})"
+            reason = f"{name}: the outputs could not be read ({comparison.transfer})"
+            result.fail(Status.REJECTED, reason, Rule.FORGED_RESULTS)
             return False
         if comparison.kernelbench is not None:  # KernelBench's check holds only if it holds on every set
             result.kernelbench_tolerance = (
@@ -287,7 +287,7 @@ def check_candidate(
             result.rel_err = max(result.rel_err or 0.0, comparison.rel_err)
             result.max_abs_err = max(result.max_abs_err or 0.0, comparison.max_abs_err)
         if not comparison.ok:
-            result.status, result.reason = Status.INCORRECT, f"{name}: {comparison.reason}"
+            result.fail(Status.INCORRECT, f"{name}: {comparison.reason}")
             result.mismatch = comparison.report
             return False
     for result in results.values():

@@ -42,7 +42,7 @@ from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.screen import screen
 from cudasmith.harness.timed import time_ahead, time_candidate
-from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
+from cudasmith.harness.verdict import ConfigResult, Failure, SkippedConfig, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls import sandbox
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess, visible_gpu
@@ -240,7 +240,7 @@ class Judge:
         if self.options.screen and self.options.defences:
             finding = screen(path.read_text(errors="replace"), allowed == "all")
             if finding is not None:
-                verdict.status, verdict.reason = Status.REJECTED, str(finding)
+                verdict.status, verdict.reason, verdict.rule = Status.REJECTED, str(finding), finding.rule
                 verdict.wall_s = round(time.monotonic() - started, 3)
                 return verdict
         candidate = self.pool.take()
@@ -273,13 +273,13 @@ class Judge:
         try:
             reply = candidate.wait(load_id, self.options.load_timeout_s, "loading the solution")
         except WorkerFailure as failure:
-            finish(verdict, [], (failure.status, failure.reason))
+            finish(verdict, [], Failure(failure.status, failure.reason, failure.rule))
             return
         if isinstance(reply, Failed):
             verdict.artifacts["traceback"] = reply.traceback
             if reply.compile_log:
                 verdict.artifacts["compile_log"] = reply.compile_log
-            finish(verdict, [], (reply.verdict_status, reply.reason))
+            finish(verdict, [], Failure(reply.verdict_status, reply.reason, reply.verdict_rule))
             return
         results = {
             i: ConfigResult(index=i, config=self._shown(i, c, h), hidden=h) for i, c, h in self.selected
@@ -297,7 +297,7 @@ class Judge:
             try:
                 candidate.finish(JUDGE_CALL_TIMEOUT_S, asked[0] if asked else None)
             except WorkerFailure as failure:
-                finish(verdict, ordered, (failure.status, failure.reason))
+                finish(verdict, ordered, Failure(failure.status, failure.reason, failure.rule))
                 return
         finish(verdict, ordered)
         verdict.limits["call_s"] = max((self.view.call_limit(i) for i, _, _ in self.selected), default=0.0)

@@ -25,7 +25,7 @@ from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Failed, Time, Timed, TimeSpec
 from cudasmith.harness.wire.results import Timing, TimingReport
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.problem import Config
 from cudasmith.wording import plural
@@ -186,11 +186,10 @@ def time_config(
 
     reply, window = hold.window(candidate, run, lambda reply: isinstance(reply, Timed))
     if isinstance(reply, WorkerFailure):
-        result.status, result.reason = reply.status, f"{name}: {reply}"
+        result.fail(reply.status, f"{name}: {reply}", reply.rule)
         return None
     if isinstance(reply, Failed):
-        result.status = reply.verdict_status
-        result.reason = f"{name} while timing: {reply.reason}"
+        result.fail(reply.verdict_status, f"{name} while timing: {reply.reason}", reply.verdict_rule)
         return None
     return reply, window
 
@@ -241,7 +240,7 @@ def _compare_with_baselines(
             result, baselines, described, dtype, oracle.peaks, name, lambda _: None
         )
     if impossible is not None:
-        result.status, result.reason = Status.REJECTED, impossible
+        result.fail(Status.REJECTED, impossible, Rule.IMPOSSIBLE_TIME)
 
 
 def _no_speedup_from_shared(
@@ -286,9 +285,8 @@ def _recheck(
     items, offset = [], 0
     for check in reply.checks:
         if not 0 <= check.set < len(spec.input_seeds):
-            result.status, result.reason = (
-                Status.REJECTED,
-                f"{name}: a timed call names an input set never given",
+            result.fail(
+                Status.REJECTED, f"{name}: a timed call names an input set never given", Rule.FORGED_RESULTS
             )
             return False
         items.append((spec.input(check.set, check.perturb), reply.outputs[offset : offset + check.n_outputs]))
@@ -306,14 +304,14 @@ def _recheck(
     comparisons = view.oracle.compare(items, candidate.token, rechecks=True)
     for check, comparison in zip(reply.checks, comparisons, strict=True):
         if comparison.transfer is not None:
-            result.status = Status.REJECTED
-            result.reason = f"{name}: a timed call's outputs could not be read ({comparison.transfer})"
+            reason = f"{name}: a timed call's outputs could not be read ({comparison.transfer})"
+            result.fail(Status.REJECTED, reason, Rule.FORGED_RESULTS)
             return False
         if not comparison.ok:
-            result.status = Status.REJECTED
-            result.reason = (
+            reason = (
                 f"{name}: the output of timed call {check.call} is wrong although the checked calls were "
                 f"right (a cached result, or work done only when checked): {comparison.reason}"
             )
+            result.fail(Status.REJECTED, reason, Rule.CACHING)
             return False
     return True

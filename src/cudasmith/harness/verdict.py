@@ -11,7 +11,7 @@ from cudasmith.errors import UsageError
 from cudasmith.harness.roofline import Roofline
 from cudasmith.harness.wire.fields import JsonObject, known_fields
 from cudasmith.harness.wire.results import BaselineEntry, Mismatch, Timing, TimingReport
-from cudasmith.harness.wire.status import CONFIG_STATUSES, STATUSES, Status
+from cudasmith.harness.wire.status import CONFIG_STATUSES, STATUSES, Rule, Status
 from cudasmith.tasks.problem import Config
 
 # When configs disagree, the verdict takes the status that comes first here (configs not checked do not
@@ -24,6 +24,16 @@ PRECEDENCE = (
     Status.INCORRECT,
     Status.CORRECT,
 )
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A candidate that failed before any config was checked (loading it, or its worker's end): the
+    verdict's status, reason and rule."""
+
+    status: Status
+    reason: str
+    rule: Rule | None
 
 
 @dataclass
@@ -46,6 +56,8 @@ class ConfigResult:
     hidden: bool
     status: Status = Status.CORRECT
     reason: str = ""
+    # The rule broken, or the failure's kind (None while correct).
+    rule: Rule | None = None
     seeds_checked: int = 0
     rel_err: float | None = None
     max_abs_err: float | None = None
@@ -77,12 +89,17 @@ class ConfigResult:
     # KernelBench's own check (check.kernelbench_allclose) on the input sets this config was checked on.
     kernelbench_tolerance: bool | None = None
 
+    def fail(self, status: Status, reason: str, rule: Rule | None = None) -> None:
+        """Record this config's failure: its status, reason, and rule (by default the status's own)."""
+        self.status, self.reason, self.rule = status, reason, rule or Rule.of_status(status)
+
     def to_dict(self, samples: bool = False) -> JsonObject:
         """The JSON form; raw timing samples only when asked for."""
         data = asdict(
             replace(self, timing=None, baseline_timing=None, roofline=None, baselines={}, mismatch=None)
         )
         data["status"] = str(self.status)
+        data["rule"] = str(self.rule) if self.rule else None
         data["mismatch"] = self.mismatch.to_dict() if self.mismatch else None
         data["timing"] = self.timing.to_dict(samples) if self.timing else None
         data["baseline_timing"] = self.baseline_timing.to_dict(samples) if self.baseline_timing else None
@@ -96,6 +113,7 @@ class ConfigResult:
         values = known_fields(cls, data)
         if values.get("status") in CONFIG_STATUSES:
             values["status"] = Status(values["status"])
+        values["rule"] = _rule(values.get("rule"), values.get("status"))
         for name in ("timing", "baseline_timing"):
             if isinstance(values.get(name), dict):
                 values[name] = Timing.from_dict(values[name])
@@ -119,6 +137,8 @@ class Verdict:
     task: str
     solution: str
     device: str
+    # The rule a rejection broke, or a failure's kind (wire/status.py); None when correct.
+    rule: Rule | None = None
     speedup: float | None = None
     # Geometric means of the configs' speedup_ci95 ends.
     speedup_ci95: list[float] | None = None
@@ -167,6 +187,7 @@ class Verdict:
         """The JSON form; raw timing samples only when asked for."""
         data = asdict(replace(self, configs=[], timing=None))
         data["status"] = str(self.status)
+        data["rule"] = str(self.rule) if self.rule else None
         data["timing"] = self.timing.to_dict() if self.timing else {}
         data["configs"] = [config.to_dict(samples) for config in self.configs]
         return _finite(data)
@@ -181,6 +202,7 @@ class Verdict:
         known.pop("configs", None)
         values = {"task": "", "solution": "", "device": "", **known}
         values["status"] = Status(values["status"])
+        values["rule"] = _rule(values.get("rule"), values["status"])
         if isinstance(values.get("timing"), dict):
             values["timing"] = TimingReport.from_dict(values["timing"]) if values["timing"] else None
         if isinstance(values.get("peaks"), dict):
@@ -188,6 +210,14 @@ class Verdict:
         skipped = values.get("skipped_configs") or []
         values["skipped_configs"] = [SkippedConfig(**entry) for entry in skipped if isinstance(entry, dict)]
         return cls(**values, configs=configs)
+
+
+def _rule(value: object, status: object) -> Rule | None:
+    """A rule read from JSON: the one named, else (a verdict made before rules were named, or a file of a
+    user's) the status's own; a correct verdict names none."""
+    if not isinstance(status, Status) or status in (Status.CORRECT, Status.NOT_CHECKED):
+        return None
+    return Rule.parse(value, status)
 
 
 def _finite(value: Any) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 
 from cudasmith.harness.nsight import NcuProfile
 from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.llm import Message, Request
 from cudasmith.search.feedback import verdict_from_dict
 from cudasmith.search.prompts import Prompt
@@ -16,7 +17,7 @@ from cudasmith.store import CandidateRecord
 from cudasmith.tasks.problem import Problem
 
 # An answer in which no solution was found is judged like source that does not compile.
-NO_SOLUTION_STATUS = "compile_error"
+NO_SOLUTION_STATUS = Status.COMPILE_ERROR
 
 
 def request_to_dict(request: Request) -> dict[str, Any]:
@@ -69,6 +70,7 @@ def no_solution_verdict(problem: Problem, device_name: str, reason: str, notes: 
     return Verdict(
         status=NO_SOLUTION_STATUS,
         reason=f"no solution in the answer: {reason}",
+        rule=Rule.DOES_NOT_BUILD,
         task=problem.name,
         solution="",
         device=device_name,

@@ -101,10 +101,21 @@ class RunStore:
                 f"{self.path}: made by a newer cudasmith (schema {version}, this one knows {SCHEMA_VERSION})"
             )
         for number in range(version, SCHEMA_VERSION):
-            # executescript commits first, so BEGIN and the version bump are inside the script.
-            self._db.executescript(
-                f"BEGIN IMMEDIATE;\n{MIGRATIONS[number]}\nPRAGMA user_version = {number + 1};\nCOMMIT;"
-            )
+            migration = MIGRATIONS[number]
+            if isinstance(migration, str):
+                # executescript commits first, so BEGIN and the version bump are inside the script.
+                self._db.executescript(
+                    f"BEGIN IMMEDIATE;\n{migration}\nPRAGMA user_version = {number + 1};\nCOMMIT;"
+                )
+                continue
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                migration(self._db)
+                self._db.execute(f"PRAGMA user_version = {number + 1}")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     @property
     def schema_version(self) -> int:

@@ -1,11 +1,17 @@
 """The run store's tables, and the migrations that bring an older file up to date.
 
 The schema version is SQLite's `PRAGMA user_version`: 0 for a new file, `len(MIGRATIONS)` once current.
-Migration k (1-based) turns version k-1 into version k; each runs in one transaction, so a file is
-always at some version, never between two. Never edit a migration that has shipped: append one.
+Migration k (1-based) turns version k-1 into version k: SQL, or a function of the connection for what SQL
+cannot do. Each runs in one transaction, so a file is always at some version, never between two. Never edit
+a migration that has shipped: append one.
 """
 
 from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from cudasmith.store.legacy import name_rules
 
 # Version 1: runs, LLM calls and their completions, candidates with lineage, verdicts (the evaluation
 # cache), baseline times taken from verdicts, and events (round boundaries, migrations, stops).
@@ -129,5 +135,7 @@ ALTER TABLE verdicts ADD COLUMN mac TEXT;
 ALTER TABLE runs ADD COLUMN seed_masked INTEGER NOT NULL DEFAULT 0;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# Version 3: every verdict names the rule it broke (its JSON's "rule"); those stored before get theirs from
+# their reason, once (legacy.py).
+MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (_V1, _V2, name_rules)
 SCHEMA_VERSION = len(MIGRATIONS)

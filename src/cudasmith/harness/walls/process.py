@@ -36,7 +36,7 @@ from cudasmith.harness.wire.messages import (
     read_reply,
     request_header,
 )
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.runtime import seal
 from cudasmith.runtime.cache import cache_root
 
@@ -66,12 +66,16 @@ PROFILER_LOG_LINE = re.compile(r"^(USDT|STAGE):\d{4}-\d\d-\d\d [^\n]*\.cpp:\d+\]
 
 
 class WorkerFailure(Exception):
-    """A request that got no proper answer: the worker timed out, died, or broke the protocol."""
+    """A request that got no proper answer: the worker timed out, died, or broke the protocol; the rule
+    broken (by default the status's own)."""
 
-    def __init__(self, status: Status, reason: str, over_memory: bool = False) -> None:
+    def __init__(
+        self, status: Status, reason: str, over_memory: bool = False, rule: Rule | None = None
+    ) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.rule = rule or Rule.of_status(status)
         # Killed for host memory over the worker's limit (the reason says so too).
         self.over_memory = over_memory
 
@@ -297,18 +301,26 @@ class WorkerProcess:
         except protocol.ProtocolError as exc:
             self.kill()
             raise WorkerFailure(
-                Status.REJECTED, f"garbage on the result channel while {what}: {exc}"
+                Status.REJECTED,
+                f"garbage on the result channel while {what}: {exc}",
+                rule=Rule.FORGED_RESULTS,
             ) from None
         self.received += 1
         if header.get("id") != request_id or request_id not in self._expected:
             self.kill()
-            raise WorkerFailure(Status.REJECTED, f"an answer to a request never made arrived while {what}")
+            raise WorkerFailure(
+                Status.REJECTED,
+                f"an answer to a request never made arrived while {what}",
+                rule=Rule.FORGED_RESULTS,
+            )
         self._worker_sent = header.get("sent")
         try:
             return read_reply(self._expected.pop(request_id), header)
         except MalformedMessage as exc:
             self.kill()
-            raise WorkerFailure(Status.REJECTED, f"a malformed answer while {what}: {exc}") from None
+            raise WorkerFailure(
+                Status.REJECTED, f"a malformed answer while {what}: {exc}", rule=Rule.FORGED_RESULTS
+            ) from None
 
     def request(self, request: Request, timeout_s: float, what: str) -> Any:
         """Send a request and wait for its answer (one request at a time, whichever thread asks)."""
@@ -375,17 +387,22 @@ class WorkerProcess:
             raise WorkerFailure(
                 Status.REJECTED,
                 f"{self.received} answers arrived but the worker sent {self._worker_sent}: forged results",
+                rule=Rule.FORGED_RESULTS,
             )
         if isinstance(reply, Failed):
             self.kill()
-            raise WorkerFailure(reply.verdict_status, reply.reason or "the worker refused to finish")
+            raise WorkerFailure(
+                reply.verdict_status, reply.reason or "the worker refused to finish", rule=reply.verdict_rule
+            )
 
     def _death(self, what: str) -> WorkerFailure:
         """Why the worker stopped answering, once the supervisor has reported."""
         self.kill()
         code = self.status("exit")
         if code is None:
-            return WorkerFailure(Status.REJECTED, f"the worker's supervisor was killed while {what}")
+            return WorkerFailure(
+                Status.REJECTED, f"the worker's supervisor was killed while {what}", rule=Rule.FORGED_RESULTS
+            )
         if self.status("over_memory"):
             return WorkerFailure(
                 Status.RUNTIME_ERROR,
@@ -401,7 +418,9 @@ class WorkerProcess:
         last = [line for line in self.stderr.text().strip().splitlines() if line.strip()]
         hint = f"; last stderr line: {last[-1][:200]}" if last else ""
         return WorkerFailure(
-            Status.REJECTED, f"the solution ended the worker (exit code {code}) while {what}{hint}"
+            Status.REJECTED,
+            f"the solution ended the worker (exit code {code}) while {what}{hint}",
+            rule=Rule.EARLY_EXIT,
         )
 
     def terminate(self) -> None:

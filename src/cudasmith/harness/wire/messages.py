@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal, get_args
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.wire.fields import JsonObject, MalformedMessage, from_wire, to_wire
 from cudasmith.harness.wire.results import ConfigDescription, Mismatch
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.problem import Config
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
@@ -95,19 +95,25 @@ class Ack:
 
 @dataclass(frozen=True)
 class Failed:
-    """A request that failed in the worker: its status and reason (`harness`: the judge's own worker
-    failed, not a candidate)."""
+    """A request that failed in the worker: its status, reason and the rule broken (`harness`: the judge's
+    own worker failed, not a candidate)."""
 
     status: str
     reason: str = ""
     traceback: str = ""
     compile_log: str = ""
     harness: bool = False
+    rule: str = ""
 
     @property
     def verdict_status(self) -> Status:
         """The status as a verdict's (one that is not a status at all is a forged reply: rejected)."""
         return Status.parse(self.status)
+
+    @property
+    def verdict_rule(self) -> Rule | None:
+        """The rule as a verdict's: the one named, or the status's own where none (or no rule) is named."""
+        return Rule.parse(self.rule, self.verdict_status)
 
 
 @dataclass(frozen=True)

@@ -39,20 +39,27 @@ from pathlib import Path
 from types import CodeType, FrameType, FunctionType
 from typing import Any
 
+from cudasmith.harness.wire.status import Rule
+
+# A refused attempt: the rule it breaks and the reason a verdict gives.
+Violation = tuple[Rule, str]
 # Events refused when the code asking is the candidate's (directly, or through a helper that hands
 # frames or installs tracers on its behalf): libraries use frames, gc and audit hooks for their own
 # purposes (typing, enum, warnings, dataclasses, torch.compile) and must keep doing so.
 CALLER_EVENTS = {
-    "sys._getframe": "reading the judge's frames (sys._getframe)",
-    "sys._getframemodulename": "reading the judge's frames (sys._getframemodulename)",
-    "sys._current_frames": "reading every thread's frames (sys._current_frames)",
-    "sys._current_exceptions": "reading every thread's frames (sys._current_exceptions)",
-    "sys.settrace": "installing a trace function",
-    "sys.setprofile": "installing a profile function",
-    "sys.addaudithook": "installing an audit hook",
-    "gc.get_objects": "scavenging live objects (gc.get_objects)",
-    "gc.get_referrers": "scavenging live objects (gc.get_referrers)",
-    "gc.get_referents": "scavenging live objects (gc.get_referents)",
+    "sys._getframe": (Rule.INTROSPECTION, "reading the judge's frames (sys._getframe)"),
+    "sys._getframemodulename": (Rule.INTROSPECTION, "reading the judge's frames (sys._getframemodulename)"),
+    "sys._current_frames": (Rule.INTROSPECTION, "reading every thread's frames (sys._current_frames)"),
+    "sys._current_exceptions": (
+        Rule.INTROSPECTION,
+        "reading every thread's frames (sys._current_exceptions)",
+    ),
+    "sys.settrace": (Rule.INTROSPECTION, "installing a trace function"),
+    "sys.setprofile": (Rule.INTROSPECTION, "installing a profile function"),
+    "sys.addaudithook": (Rule.TAMPERING, "installing an audit hook"),
+    "gc.get_objects": (Rule.INTROSPECTION, "scavenging live objects (gc.get_objects)"),
+    "gc.get_referrers": (Rule.INTROSPECTION, "scavenging live objects (gc.get_referrers)"),
+    "gc.get_referents": (Rule.INTROSPECTION, "scavenging live objects (gc.get_referents)"),
 }
 FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
 # A function's state that decides what calling it runs: candidate code may change its own functions' only.
@@ -228,13 +235,13 @@ class Guard:
 
     def __init__(self, origins: Origins) -> None:
         self.origins = origins
-        self.violations: list[str] = []
+        self.violations: list[Violation] = []
         self.busy = False
         self.running = 0
         self.lock = _thread.allocate_lock()
 
-    def first_violation(self) -> str | None:
-        """The first refused attempt, as a reason, or None."""
+    def first_violation(self) -> Violation | None:
+        """The first refused attempt, as its rule and a reason, or None."""
         return self.violations[0] if self.violations else None
 
     def threads_running(self) -> int:
@@ -268,7 +275,7 @@ class Findings:
     """What the installed hook found, as the judge reads it. Keep it out of module globals, so that only
     the judge's own frames hold it."""
 
-    first_violation: Callable[[], str | None]
+    first_violation: Callable[[], Violation | None]
     threads_running: Callable[[], int]
 
 
@@ -284,8 +291,8 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
     getframe = sys._getframe
     origin_of = guard.origins.of
 
-    def refuse(what: str) -> None:
-        guard.violations.append(f"the solution tried {what}")
+    def refuse(rule: Rule, what: str) -> None:
+        guard.violations.append((rule, f"the solution tried {what}"))
         raise Refused(f"cudasmith: {what} is refused inside a candidate")
 
     def caller_is_candidate(frame: FrameType | None) -> bool:
@@ -321,41 +328,50 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
             if name == "_imp.create_builtin":
                 module = str(getattr(call_args[0], "name", ""))
                 if module in WIRED_BUILTINS and candidate_on_stack(asking()):
-                    refuse(f"making a second copy of the builtin module {module}")
+                    refuse(Rule.TAMPERING, f"making a second copy of the builtin module {module}")
                 # The name checked is the name made (a spec could answer differently when asked again).
                 box.append(originals[name](ModuleSpec(module, None, origin="built-in")))
                 return
             if name.startswith("_thread."):
                 if not threads and candidate_on_stack(asking()):
-                    refuse(f"starting a thread ({name}; this PyTorch records operators on the caller's only)")
+                    refuse(
+                        Rule.PROCESSES_THREADS,
+                        f"starting a thread ({name}; this PyTorch records operators on the caller's only)",
+                    )
                 box.append(guard.start_counted(originals[name], call_args, call_kwargs))
                 return
             if candidate_on_stack(asking()):
                 if name.endswith(".signal"):
-                    refuse(f"installing a signal handler ({name})")
-                refuse(f"switching the judge's recording off ({name})")
+                    refuse(Rule.SIGNALS, f"installing a signal handler ({name})")
+                refuse(Rule.TAMPERING, f"switching the judge's recording off ({name})")
             box.append(originals[name](*call_args, **call_kwargs))
         elif event.startswith("sys.monitoring"):
             if caller_is_candidate(asking()):
-                refuse(f"using {event}")
+                refuse(Rule.INTROSPECTION, f"using {event}")
         elif event in CALLER_EVENTS:
             if caller_is_candidate(asking()):
-                refuse(CALLER_EVENTS[event])
+                refuse(*CALLER_EVENTS[event])
         elif event == "object.__getattr__":
             if len(args) > 1 and args[1] in FRAME_ATTRIBUTES and caller_is_candidate(asking()):
-                refuse(f"reading a frame through .{args[1]}")
+                refuse(Rule.INTROSPECTION, f"reading a frame through .{args[1]}")
         elif event in ("object.__setattr__", "object.__delattr__"):
             if len(args) > 1 and args[1] in FUNCTION_STATE and type(args[0]) is FunctionType:
                 code = args[0].__code__
                 if origin_of(code) != "candidate" and caller_is_candidate(asking()):
-                    refuse(f"changing the {args[1]} of the judge's or a library's function ({code.co_name})")
+                    refuse(
+                        Rule.TAMPERING,
+                        f"changing the {args[1]} of the judge's or a library's function ({code.co_name})",
+                    )
         elif event == "ctypes.dlsym":
             symbol = str(args[1]) if len(args) > 1 else ""
             interpreter = symbol.startswith(("Py", "_Py")) and not symbol.startswith(C_API_ALLOWED)
             if interpreter and candidate_on_stack(asking()):
-                refuse(f"reaching the interpreter's C API through ctypes ({symbol})")
+                refuse(Rule.INTROSPECTION, f"reaching the interpreter's C API through ctypes ({symbol})")
             if symbol.startswith(TORCH_CPP_SYMBOLS) and candidate_on_stack(asking()):
-                refuse(f"calling PyTorch's C++ through ctypes ({symbol}: ATen below the dispatcher)")
+                refuse(
+                    Rule.PYTORCH_COMPUTE,
+                    f"calling PyTorch's C++ through ctypes ({symbol}: ATen below the dispatcher)",
+                )
         elif event in ("compile", "code.__new__"):
             filename = args[1] if len(args) > 1 else None
             if (
@@ -363,21 +379,24 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
                 and guard.origins.is_trusted_path(os.fsdecode(filename))
                 and caller_is_candidate(asking())
             ):
-                refuse(f"compiling code under a trusted file name ({os.fsdecode(filename)})")
+                refuse(Rule.TAMPERING, f"compiling code under a trusted file name ({os.fsdecode(filename)})")
         elif event == "marshal.loads":
             if caller_is_candidate(asking()):
-                refuse("loading marshalled code objects")
+                refuse(Rule.TAMPERING, "loading marshalled code objects")
         elif event == "open" or event in WRITE_EVENTS:
             # Whoever does the writing (shutil, pathlib) does it for the candidate when its code is below.
             for path in _written_paths(event, args):
                 if guard.origins.is_trusted_now(path) and candidate_on_stack(asking()):
-                    refuse(f"writing into trusted code ({event} {path})")
+                    refuse(Rule.TAMPERING, f"writing into trusted code ({event} {path})")
             if (
                 event == "open"
                 and _opens_trusted_directory(args, guard.origins)
                 and candidate_on_stack(asking())
             ):
-                refuse(f"opening a trusted directory ({args[0]!r}: a descriptor to write under it)")
+                refuse(
+                    Rule.TAMPERING,
+                    f"opening a trusted directory ({args[0]!r}: a descriptor to write under it)",
+                )
 
     sys.addaudithook(hook)
     return Findings(guard.first_violation, guard.threads_running)

@@ -13,7 +13,7 @@ import torch
 
 from cudasmith.errors import CompileError, ForbiddenBuild
 from cudasmith.harness.wire.messages import InputSpec, TimeSpec
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.harness.workers.tamper import shadowed
 from cudasmith.tasks.inputs import drawn_inputs, input_tensors, make_inputs, tensor_bytes
 from cudasmith.tasks.perturb import perturb_inputs
@@ -31,11 +31,13 @@ _detach = torch.Tensor.detach
 
 
 class CandidateFault(Exception):
-    """The candidate did something the contract forbids; carries the verdict status and a reason."""
+    """The candidate did something the contract forbids; carries the verdict status, a reason, and the rule
+    broken (by default the status's own: a wrong answer's, say)."""
 
-    def __init__(self, status: Status, reason: str) -> None:
+    def __init__(self, status: Status, reason: str, rule: Rule | None = None) -> None:
         super().__init__(reason)
         self.status = status
+        self.rule = rule or Rule.of_status(status)
 
 
 def spec_inputs(problem: ModuleType, spec: InputSpec, device: str) -> list[Any]:
@@ -59,23 +61,26 @@ def _where(exc: BaseException, solution: Path | None) -> str:
     return f" ({solution.name}:{frames[-1].lineno} in {frames[-1].name})"
 
 
-def classify(exc: BaseException, solution: Path | None) -> tuple[Status, str]:
-    """Verdict status and one-line reason for an exception raised by candidate code."""
+def classify(exc: BaseException, solution: Path | None) -> CandidateFault:
+    """Verdict status, one-line reason and rule for an exception raised by candidate code."""
     message = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
     if isinstance(exc, CandidateFault):
-        return exc.status, str(exc)
+        return exc
     if isinstance(exc, SystemExit):
-        return Status.REJECTED, f"the solution called sys.exit({exc.code!r}){_where(exc, solution)}"
-    if isinstance(exc, ForbiddenBuild):
-        return Status.REJECTED, message
+        reason = f"the solution called sys.exit({exc.code!r}){_where(exc, solution)}"
+        return CandidateFault(Status.REJECTED, reason, Rule.EARLY_EXIT)
+    if isinstance(exc, ForbiddenBuild):  # a library of PyTorch's linked in: its compute is not the solution's
+        return CandidateFault(Status.REJECTED, message, Rule.PYTORCH_COMPUTE)
     if isinstance(exc, SyntaxError):
-        return Status.COMPILE_ERROR, f"the solution does not parse: {exc.msg} (line {exc.lineno})"
+        return CandidateFault(
+            Status.COMPILE_ERROR, f"the solution does not parse: {exc.msg} (line {exc.lineno})"
+        )
     if isinstance(exc, CompileError):
-        return Status.COMPILE_ERROR, message
+        return CandidateFault(Status.COMPILE_ERROR, message)
     name = type(exc).__name__
     if "CompilationError" in name or "Error building extension" in str(exc):
-        return Status.COMPILE_ERROR, f"{name}: {message}{_where(exc, solution)}"
-    return Status.RUNTIME_ERROR, f"{name}: {message}{_where(exc, solution)}"
+        return CandidateFault(Status.COMPILE_ERROR, f"{name}: {message}{_where(exc, solution)}")
+    return CandidateFault(Status.RUNTIME_ERROR, f"{name}: {message}{_where(exc, solution)}")
 
 
 # type's own slot for a class's name: `type(x).__qualname__` would ask the class's metaclass first.
@@ -109,6 +114,7 @@ def as_outputs(value: Any, device: str) -> list[torch.Tensor]:
             raise CandidateFault(
                 Status.REJECTED,
                 f"{label} carries its own {name} (which the judge would call instead of torch's)",
+                Rule.TAMPERING,
             )
         if item.device.type != torch.device(device).type:
             raise CandidateFault(Status.INCORRECT, f"{label} is on {item.device}, expected {device}")
@@ -133,7 +139,7 @@ def check_unmodified(inputs: list[Any], copies: list[torch.Tensor], when: str) -
     """A CandidateFault when an input differs from its copy in any bit."""
     for index, (now, before) in enumerate(zip(input_tensors(inputs), copies, strict=True)):
         if not torch.equal(_bits(now), _bits(before)):
-            raise CandidateFault(Status.REJECTED, f"input {index} was modified {when}")
+            raise CandidateFault(Status.REJECTED, f"input {index} was modified {when}", Rule.INPUT_MUTATION)
 
 
 def timing_input_sets(problem: ModuleType, spec: TimeSpec, device: str) -> list[list[Any]]:

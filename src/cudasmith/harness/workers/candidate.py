@@ -39,7 +39,7 @@ from cudasmith.harness.wire.messages import (
     WorkerSetup,
 )
 from cudasmith.harness.wire.messages import Timed as TimedReply
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.harness.wire.transfer import Exporter
 from cudasmith.harness.workers import audit, file_guard
 from cudasmith.harness.workers.binaries import CandidateBinaries
@@ -120,8 +120,8 @@ def set_build_environment(solution: Path, device: str) -> None:
 
 
 def _with_file_rules(
-    judge_violation: Callable[[], str | None], origins: audit.Origins
-) -> Callable[[], str | None]:
+    judge_violation: Callable[[], audit.Violation | None], origins: audit.Origins
+) -> Callable[[], audit.Violation | None]:
     """The audit's first violation, else the first file access outside the worker's sandbox policy."""
     policy = os.environ.get(sandbox.POLICY_ENV)
     if not policy:
@@ -146,7 +146,7 @@ class Candidate:
         self.snapshot: Snapshot | None = None
         self.findings: audit.Findings | None = None
         # The audit's first refused attempt, else the first file access outside the sandbox's policy.
-        self.first_violation: Callable[[], str | None] | None = None
+        self.first_violation: Callable[[], audit.Violation | None] | None = None
         self.own: OwnKernels | None = None
         self.binaries: CandidateBinaries | None = None
         self.all_ops_allowed = False
@@ -235,34 +235,40 @@ class Candidate:
         if started or (threads := self.snapshot.new_threads()):
             count, which = (started, "started in its code") if started else (len(threads), threads[0])
             raise CandidateFault(
-                Status.REJECTED, f"the solution left {count} thread(s) running ({when}): {which}"
+                Status.REJECTED,
+                f"the solution left {count} thread(s) running ({when}): {which}",
+                Rule.PROCESSES_THREADS,
             )
         self.check_attempts(when)
         if tampered := self.snapshot.tampered():
-            raise CandidateFault(Status.REJECTED, f"{describe(tampered)} ({when})")
+            raise CandidateFault(Status.REJECTED, f"{describe(tampered)} ({when})", Rule.TAMPERING)
         if self.binaries is not None and (below := self.binaries.refused(full)):
-            raise CandidateFault(Status.REJECTED, f"{below} ({when})")
+            raise CandidateFault(Status.REJECTED, f"{below} ({when})", Rule.PYTORCH_COMPUTE)
         if mode := modes_left():
-            raise CandidateFault(Status.REJECTED, f"the solution left {mode} active ({when})")
+            raise CandidateFault(Status.REJECTED, f"the solution left {mode} active ({when})", Rule.TAMPERING)
         for index, tensor in enumerate(self.exposed):
             if (name := shadowed(tensor)) is not None:
                 raise CandidateFault(
-                    Status.REJECTED, f"the solution gave input {index} its own {name} ({when})"
+                    Status.REJECTED,
+                    f"the solution gave input {index} its own {name} ({when})",
+                    Rule.TAMPERING,
                 )
         if full and (handlers := self.snapshot.new_signal_handlers()):
             raise CandidateFault(
-                Status.REJECTED, f"the solution installed a handler for {handlers[0]} ({when})"
+                Status.REJECTED, f"the solution installed a handler for {handlers[0]} ({when})", Rule.SIGNALS
             )
 
     def check_attempts(self, when: str) -> None:
         """Refuse a candidate whose code the audit hook refused (even if it caught the error)."""
         if self.first_violation is not None and (violation := self.first_violation()):
-            raise CandidateFault(Status.REJECTED, f"{violation} ({when})")
+            rule, reason = violation
+            raise CandidateFault(Status.REJECTED, f"{reason} ({when})", rule)
 
-    def explain(self, exc: BaseException) -> tuple[Status, str]:
-        """Status and reason for an exception out of candidate code: an attempt on the judge comes first."""
+    def explain(self, exc: BaseException) -> CandidateFault:
+        """Status, reason and rule for an exception out of candidate code: an attempt on the judge first."""
         if self.first_violation is not None and (violation := self.first_violation()):
-            return Status.REJECTED, violation
+            rule, reason = violation
+            return CandidateFault(Status.REJECTED, reason, rule)
         return classify(exc, self.solution_path)
 
     def finish(self) -> Ack:
@@ -328,13 +334,16 @@ class Candidate:
             raise CandidateFault(
                 Status.REJECTED,
                 f"PyTorch compute compiled by torch.compile ran {where} ({ops.compiled_regions}x)",
+                Rule.PYTORCH_COMPUTE,
             )
         refused = [
             (name, count) for name, count in ops.compute.most_common() if name not in self.extra_allowed
         ]
         if refused:
             name, count = refused[0]
-            raise CandidateFault(Status.REJECTED, f"PyTorch operator {name} called {where} ({count}x)")
+            raise CandidateFault(
+                Status.REJECTED, f"PyTorch operator {name} called {where} ({count}x)", Rule.PYTORCH_COMPUTE
+            )
         # A widened allowlist lets PyTorch launch the kernels of the operators it allows.
         if kernels.library and not self.extra_allowed:
             name, _ = kernels.library.most_common(1)[0]
@@ -342,6 +351,7 @@ class Candidate:
                 Status.REJECTED,
                 f"a kernel that is not the solution's own ran {where}: {_short(name)} "
                 "(PyTorch's or a library's: ATen, cuBLAS, cuDNN, cuFFT, Inductor, or a CUDA graph of them)",
+                Rule.PYTORCH_COMPUTE,
             )
 
     def run(self, request: Run) -> Ran:
@@ -378,7 +388,9 @@ class Candidate:
             recorded = _stop(observation)
         if recorded is None:
             raise CandidateFault(
-                Status.REJECTED, "the solution switched off the judge's recording during forward"
+                Status.REJECTED,
+                "the solution switched off the judge's recording during forward",
+                Rule.TAMPERING,
             )
         cpu_events, gpu_work, graphs = recorded
         ops = audit_ops(cpu_events)
@@ -391,10 +403,11 @@ class Candidate:
             raise CandidateFault(
                 Status.REJECTED,
                 "a CUDA graph was replayed inside forward whose kernels the judge could not see",
+                Rule.PYTORCH_COMPUTE,
             )
         self._enforce(ops, kernels, "inside forward")
         if race := unsynchronised(gpu_work, marker):
-            raise CandidateFault(Status.REJECTED, race)
+            raise CandidateFault(Status.REJECTED, race, Rule.SIDE_STREAM)
         check_unmodified(inputs, copies, "by forward")
         outputs = as_outputs(output, self.device)
         return Ran(
@@ -418,7 +431,9 @@ class Candidate:
             # of every thread on the CPU is proved whole when it stops.
             if self.defences and gpu and sample is not None and not clock.profiler_enabled():
                 raise CandidateFault(
-                    Status.REJECTED, "the solution switched off the judge's recording while timed"
+                    Status.REJECTED,
+                    "the solution switched off the judge's recording while timed",
+                    Rule.TAMPERING,
                 )
 
         hooks = TimedCalls(
@@ -438,13 +453,15 @@ class Candidate:
         self.check("while timing", full=True)
         if recorded is None:
             raise CandidateFault(
-                Status.REJECTED, "the solution switched off the judge's recording while timed"
+                Status.REJECTED, "the solution switched off the judge's recording while timed", Rule.TAMPERING
             )
         cpu_events = recorded[0]
         if self.defences and any(
             w.startswith("CUPTI saw") and "samples of" in w for w in measurement.warnings
         ):
-            raise CandidateFault(Status.REJECTED, "the judge's records of GPU work were cut off while timed")
+            raise CandidateFault(
+                Status.REJECTED, "the judge's records of GPU work were cut off while timed", Rule.TAMPERING
+            )
         for inputs, before in zip(input_sets, copies, strict=self.defences):
             check_unmodified(inputs, before, "during timing")
         ops = audit_ops(cpu_events, self.marker, self.marker + FLOOR_SUFFIX) if observed else OpAudit()

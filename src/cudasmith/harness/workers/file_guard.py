@@ -16,6 +16,8 @@ from types import CodeType
 from typing import Any
 
 from cudasmith.harness.walls.confinement import PROC, Policy, device_nodes, own_proc_entry
+from cudasmith.harness.wire.status import Rule
+from cudasmith.harness.workers.audit import Violation
 
 # Audited operations that change the file system, and which of their arguments are the paths changed.
 WRITE_EVENTS: dict[str, tuple[int, ...]] = {
@@ -39,15 +41,15 @@ def _below(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
-def install(policy: Policy, is_candidate: Callable[[CodeType], bool]) -> Callable[[], str | None]:
+def install(policy: Policy, is_candidate: Callable[[CodeType], bool]) -> Callable[[], Violation | None]:
     """Watch the candidate's file accesses against `policy` (once per process, before the solution loads).
 
-    Returns a function giving the first access outside the policy, as a reason, or None."""
+    Returns a function giving the first access outside the policy, as its rule and a reason, or None."""
     # Device nodes are written through (/dev/null, a GPU's), and the worker's own /proc entry (its threads'
     # names), as the sandbox's own rules allow.
     writable = (*(os.path.realpath(p) for p in policy.write), *device_nodes(), own_proc_entry())
     readable = (*(os.path.realpath(p) for p in policy.read), *writable, PROC)
-    violations: list[str] = []
+    violations: list[Violation] = []
     getframe, realpath, fsdecode, join, getcwd = (
         sys._getframe,
         os.path.realpath,
@@ -85,10 +87,10 @@ def install(policy: Policy, is_candidate: Callable[[CodeType], bool]) -> Callabl
                 path = resolved(raw)
                 if path is None or (exists(path) == (event == "os.mkdir") and event in NO_CHANGE_UNLESS):
                     continue  # makedirs(exist_ok=True), or removing what is not there, changes nothing
-                rule = "sandbox-write" if writes and not _below(path, writable) else None
-                rule = rule or ("sandbox-read" if not writes and not _below(path, readable) else None)
+                rule = Rule.SANDBOX_WRITE if writes and not _below(path, writable) else None
+                rule = rule or (Rule.SANDBOX_READ if not writes and not _below(path, readable) else None)
                 if rule and candidate_on_stack():
-                    violations.append(f"{rule}: {path} ({event})")
+                    violations.append((rule, f"{rule}: {path} ({event})"))
         finally:
             busy[0] = False
 

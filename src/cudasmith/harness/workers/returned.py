@@ -21,7 +21,7 @@ from cudasmith.timing import clock
 from cudasmith.timing.activity import Activity
 
 MARKER_SOURCE = 'extern "C" __global__ void {name}() {{}}'
-# The verdict's words for the race, which store/rules.py reads.
+# The verdict's words for the race (its rule is Rule.SIDE_STREAM, named where the race is refused).
 UNSYNCHRONISED = "unsynchronised side stream"
 
 

@@ -54,13 +54,13 @@ def _make(setup: WorkerSetup) -> Role:
 def _failed(worker: Role, exc: BaseException, candidate: bool) -> Failed:
     """The answer to a request that raised: its status and reason, and what the candidate can act on."""
     explain = getattr(worker, "explain", None)
-    status, reason = explain(exc) if explain is not None else classify(exc, None)
+    fault = explain(exc) if explain is not None else classify(exc, None)
     tail = ""
     if not isinstance(exc, CandidateFault):  # the judge's own finding: its frames are the judge's
         tail = solution_traceback(exc, getattr(worker, "solution_path", None))[-TRACEBACK_CHARS:]
     log = exc.log[-COMPILE_LOG_CHARS:] if isinstance(exc, CompileError) and exc.log else ""
     # A reference worker that fails is the judge's problem, not a candidate's.
-    return Failed(str(status), reason, tail, log, harness=not candidate)
+    return Failed(str(fault.status), str(fault), tail, log, harness=not candidate, rule=str(fault.rule or ""))
 
 
 def serve(requests: Connection, replies: Connection) -> None:
