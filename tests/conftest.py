@@ -14,6 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SOLUTIONS = Path(__file__).parent / "solutions"
+# Cheats beside their honest twins: every rule of the judge has a solution here that breaks it.
+EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 PROBLEMS = Path(__file__).parent / "problems"
 # What cudasmith.report.progress writes on stderr without a terminal: the seconds since the command
 # started, then what it is doing.
@@ -39,7 +41,7 @@ LLM_PACKAGES = ("pydantic", "openai", "anthropic")
 collect_ignore_glob = (
     []
     if all(importlib.util.find_spec(name) for name in LLM_PACKAGES)
-    else ["test_llm_*.py", "test_ask.py", "test_prompts.py", "test_parsing.py"]
+    else ["llm/test_llm_*.py", "search/test_ask.py", "search/test_prompts.py", "search/test_parsing.py"]
 )
 
 

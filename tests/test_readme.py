@@ -23,7 +23,7 @@ NEEDS_GPU = ("softmax_cuda.py", "softmax_triton.py", "--device cuda", "timing_fi
 # Commands that another test runs verbatim, with more checks (a CPU-timed softmax takes minutes).
 RUN_ELSEWHERE = {
     "cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu --json": (
-        "test_eval_cpu.py::test_quickstart_command_prints_one_correct_json_object"
+        "commands/test_eval_cpu.py::test_quickstart_command_prints_one_correct_json_object"
     ),
 }
 # Variables of the test machine that would change what the commands do (keys, settings, terminals).

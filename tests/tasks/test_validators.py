@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
 from test_suite import case
 
 

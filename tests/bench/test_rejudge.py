@@ -18,10 +18,10 @@ from cudasmith.store import RunStore
 from cudasmith.tasks.parameters import drawn_values, matching
 from cudasmith.tasks.problem import load_module
 
-from conftest import PROBLEMS, run_cli
+from conftest import PROBLEMS, SOLUTIONS, run_cli
 from solution_folders import RELU_PROBLEM, solution
 
-KERNELBENCH_SOLUTIONS = Path(__file__).parent / "solutions" / "kernelbench"
+KERNELBENCH_SOLUTIONS = SOLUTIONS / "kernelbench"
 ZERO_PROBLEM = PROBLEMS / "linear_groupnorm_mean.py"
 QUICK = {"device": "cpu", "timing": False, "seeds_per_config": 1}
 # The re-judge of the run: timed (a cache keyed by input address is caught on timed calls), one input set.

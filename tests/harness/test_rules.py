@@ -4,7 +4,6 @@ count rules by the verdict's `rule`, however its reason is worded."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,9 @@ from cudasmith.harness.assemble import finish
 from cudasmith.harness.verdict import ConfigResult, Failure, Verdict
 from cudasmith.harness.wire.status import Rule, Status
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "cudasmith"
+from conftest import ROOT
+
+SRC = ROOT / "src" / "cudasmith"
 
 
 def _is_rejected(node: ast.AST) -> bool:

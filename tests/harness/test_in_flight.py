@@ -11,12 +11,11 @@ import pytest
 
 from cudasmith import EvalOptions, Judge, Status, evaluate
 
-from conftest import SOLUTIONS
+from conftest import EXPLOITS, SOLUTIONS
 
 # Every test here judges real candidates in sessions: tens of seconds to minutes each on two cores.
 pytestmark = pytest.mark.slow
 
-EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 TASK = "level1/vector_add"
 # Timing on (the windows are what is checked), one input set per config, eager PyTorch only.
 TIMED = EvalOptions(device="cpu", seeds_per_config=1, baselines=("eager",), in_flight=2)

@@ -28,7 +28,7 @@ from cudasmith.search.verifier import agreement, parse_opinion
 from cudasmith.store import RunStore
 from cudasmith.tasks.problem import Problem
 
-from conftest import PROBLEMS, SOLUTIONS
+from conftest import PROBLEMS, ROOT, SOLUTIONS
 
 TUNABLE_SOURCE = """import torch
 BLOCK = 256
@@ -221,7 +221,7 @@ def test_the_gpu_benchmarks_kernels_compile_with_nvrtc_except_the_broken_one() -
     from cudasmith.errors import CompileError
     from cudasmith.runtime.cuda import _nvrtc_compile
 
-    kernels = Path(__file__).resolve().parents[1] / "benchmarks" / "optimize_gpu_kernels"
+    kernels = ROOT / "benchmarks" / "optimize_gpu_kernels"
     compiled = {}
     for path in sorted(kernels.glob("*.py")):
         for source, name in cuda_kernels(path.read_text()):

@@ -18,10 +18,10 @@ from types import ModuleType, SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
+from test_candidates import ARCH, nvrtc_kernels
 
 from cudasmith.harness.screen import screen
 from cudasmith.runtime import compile_cuda
-from test_candidates import ARCH, nvrtc_kernels
 
 from conftest import EXAMPLES, ROOT, SOLUTIONS
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +23,7 @@ from cudasmith.store.metrics import (
 )
 from cudasmith.store.rules import OTHER_RULE, caught_by, rule_broken
 
-EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
+from conftest import EXPLOITS
 
 
 def verdict(

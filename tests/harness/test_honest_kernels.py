@@ -12,7 +12,9 @@ from cudasmith.bench.layout import discover
 from cudasmith.runtime.cuda import CudaKernel
 from cudasmith.tasks.problem import load_module
 
-FOLDER = Path(__file__).resolve().parents[1] / "benchmarks" / "honest_kernels"
+from conftest import ROOT
+
+FOLDER = ROOT / "benchmarks" / "honest_kernels"
 HAS_NVRTC = importlib.util.find_spec("cuda.bindings") is not None
 
 

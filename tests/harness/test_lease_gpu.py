@@ -2,7 +2,7 @@
 say so; a candidate that launches GPU work outside its calls never reaches another candidate's window,
 and GPU work beside its own timed calls, in another process, gives it no speedup.
 
-    pytest -q tests/test_lease_gpu.py        # about 2 minutes on an H100
+    pytest -q tests/harness/test_lease_gpu.py        # about 2 minutes on an H100
 """
 
 from __future__ import annotations

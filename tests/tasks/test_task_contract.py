@@ -8,13 +8,13 @@ import math
 
 import pytest
 import torch
+from test_suite import INIT_SEED, INPUT_SEED, _as_list, _judge, case
 from torch import nn
 
 from cudasmith.tasks import list_task_names, load_task
 from cudasmith.tasks.catalog import level_counts
 from cudasmith.tasks.inputs import build_model, make_init_inputs, make_inputs
 from cudasmith.tasks.problem import load_module
-from test_suite import INIT_SEED, INPUT_SEED, _as_list, _judge, case
 
 TASKS = list_task_names()
 MINIMUM_PER_LEVEL = {"level3": 10, "apps": 8, "backward": 6, "challenge": 4}

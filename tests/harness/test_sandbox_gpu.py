@@ -13,10 +13,10 @@ from cudasmith.harness.session import Judge
 from cudasmith.harness.walls import sandbox
 from cudasmith.harness.wire.status import Status
 
-from conftest import SOLUTIONS
+from conftest import EXPLOITS, SOLUTIONS
 
 pytestmark = pytest.mark.gpu
-EXPLOIT_SOLUTIONS = Path(__file__).parent / "exploits" / "solutions"
+EXPLOIT_SOLUTIONS = EXPLOITS
 # One session per task, each kind of kernel in it: NVRTC and load_inline (timed, so CUPTI runs confined
 # too) add vectors; Triton and a CuPy RawKernel (where CuPy is installed) take a ReLU.
 KERNELS = {

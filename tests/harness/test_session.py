@@ -23,9 +23,8 @@ from cudasmith.harness.baselines import BASELINE_PURPOSE
 from cudasmith.harness.lease import TimingLease
 from cudasmith.runtime import seal
 
-from conftest import PROBLEMS, ROOT, SOLUTIONS, run_cli
+from conftest import EXPLOITS, PROBLEMS, ROOT, SOLUTIONS, run_cli
 
-EXPLOITS = Path(__file__).parent / "exploits" / "solutions"
 QUICK = EvalOptions(device="cpu", seeds_per_config=1, timing=False)
 
 

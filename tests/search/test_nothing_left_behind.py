@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_optimize import FAST, answer, environment, fenced, server  # noqa: F401 (a fixture)
 
 from cudasmith.store import RunStore
-from test_optimize import FAST, answer, environment, fenced, server  # noqa: F401 (a fixture)
 
 from conftest import PROBLEMS, SOLUTIONS
 from fake_llm import FakeLLMServer, Reply

@@ -1,7 +1,7 @@
 """The timing lease on the CPU: steps share the device and a hold has it alone; pausing a worker stops its
 processes and extends its deadlines; a window is checked afterwards for other processes, and one found
 shared is timed again, a bounded number of times. NVML's side is checked against a stand-in for pynvml
-here and on a GPU by tests/test_lease_gpu.py."""
+here and on a GPU by tests/harness/test_lease_gpu.py."""
 
 from __future__ import annotations
 
