@@ -1,4 +1,4 @@
-"""The verdict: what the judge says of one candidate on one problem, as data and as the JSON of DESIGN.md."""
+"""The verdict: what the judge says of one candidate on one problem, as data and as JSON (docs/DESIGN.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """What a config is and what it gave, as typed data that crosses the wire: its size and work as the judge's
 worker describes it (ConfigDescription), and the sub-results of a verdict: a time as measured (Timing),
-each baseline beside it (BaselineEntry), a mismatch's report (Mismatch). Their JSON forms are those of
-DESIGN.md's verdict; `from_dict` reads them back from a verdict's JSON (a run store's, a user's file),
-tolerantly: a missing field takes its default."""
+each baseline beside it (BaselineEntry), a mismatch's report (Mismatch). Their JSON forms are parts of the
+verdict's JSON (docs/DESIGN.md); `from_dict` reads them back from a verdict's JSON (a run store's, a user's
+file), tolerantly: a missing field takes its default."""
 
 from __future__ import annotations
 
