@@ -109,7 +109,7 @@ def test_a_build_longer_than_a_call_may_take_is_a_build(solution_name: str, says
     verdict = evaluate(
         KERNELBENCH_SOLUTIONS / solution_name,
         task="level1/relu",
-        options=EvalOptions(**QUICK, call_timeout_s=1.0, first_call_extra_s=0.0),
+        options=EvalOptions(**QUICK, call_timeout_s=2.0, first_call_extra_s=0.0),
     )
     assert verdict.correct, verdict.reason
     assert verdict.build_s is not None and verdict.build_s >= 3.0

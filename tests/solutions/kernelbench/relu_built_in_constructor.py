@@ -1,5 +1,5 @@
 """Honest: a C ReLU built in ModelNew's constructor, by a build slower than a call's time limit (the judge's
-tests give calls 1 s): a build is a build wherever it happens (level1/relu)."""
+tests give calls 2 s): a build is a build wherever it happens (level1/relu)."""
 
 import time
 
