@@ -2,6 +2,7 @@
 
     with Judge(problem, EvalOptions(device="cuda")) as judge:
         for verdict in judge.judge_many(paths): ...
+        future = judge.submit(source_text)      # as candidates come: a Future[Verdict]
 
 What a session keeps is what candidates cannot touch: the judge's reference worker (oracle.py: reference outputs
 computed once per input set under the session's secret seed, kept on the device; comparisons run there),
@@ -9,8 +10,8 @@ the baseline worker and the baselines it timed, the device's peaks. What it star
 time but no trust: candidate workers with torch imported and a CUDA context made, each used for exactly
 one candidate. The protocol of a one-shot judgement is unchanged; `evaluate()` is a session of one.
 
-Several candidates are in flight at once (`EvalOptions.in_flight`, one thread each in `judge_many`;
-`judge` may be called from several threads): their imports, builds and correctness rounds share the
+Several candidates are in flight at once (`EvalOptions.in_flight`, one thread each in `judge_many` and
+`submit`, stream.py; `judge` may be called from several threads): their imports, builds and correctness rounds share the
 device, the judge's worker answers them one request at a time, and each candidate's timing holds the
 device's timing lease (lease.py), so no other process of the session runs while it is timed.
 """
@@ -20,15 +21,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
 import secrets
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from cudasmith.device import default_device, software_versions, usable_device
 from cudasmith.errors import CudasmithError, UsageError
@@ -41,6 +41,7 @@ from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.screen import screen
+from cudasmith.harness.stream import Submissions, in_order, judge_as_done
 from cudasmith.harness.timed import time_ahead, time_candidate
 from cudasmith.harness.verdict import ConfigResult, Failure, SkippedConfig, Verdict
 from cudasmith.harness.view import SessionView
@@ -57,23 +58,6 @@ from cudasmith.wording import plural
 # How long a candidate's hold waits for the answer to its Finish request (sent there, so that the worker
 # answers before the next candidate's hold pauses it; the answer is read, with the full time limit, after).
 FINISH_IN_HOLD_S = 1.0
-# Solutions taken from the caller's iterable beyond the verdicts yielded, per candidate in flight: a
-# slow candidate never idles the rest. How often a feeder waiting for room looks whether to stop.
-FEED_AHEAD = 2
-FEED_POLL_S = 0.1
-
-Item = TypeVar("Item")
-
-
-def in_order(pairs: Iterable[tuple[int, Item]]) -> Iterator[Item]:
-    """Items given as (position, item) in any order, yielded in the order of their positions (0, 1, …)."""
-    held: dict[int, Item] = {}
-    given = 0
-    for position, item in pairs:
-        held[position] = item
-        while given in held:
-            yield held.pop(given)
-            given += 1
 
 
 def resolve_problem(
@@ -121,6 +105,7 @@ class Judge:
         self._lock = threading.Lock()  # the session's own state, shared by the candidates in flight
         self._in_use: set[WorkerProcess] = set()  # the workers of the candidates being judged
         self._expected_at = 0  # which executor count expect() heard last
+        self._submissions: Submissions | None = None  # candidates given to submit(), made by the first
         configs = [config for config, _ in problem.all_configs()]
         beside_others = self.lease.in_use()  # another session judges on this device
         # Beside another session on a GPU, the trusted workers touch the device only in a step (below).
@@ -346,55 +331,26 @@ class Judge:
 
     def judge_as_done(self, solutions: Iterable[str | Path]) -> Iterator[tuple[int, Verdict]]:
         """Judge the solutions, `in_flight` at once, and yield (position in `solutions`, verdict) as each
-        is done. A thread of its own takes the solutions from `solutions`, at most FEED_AHEAD × in_flight
-        beyond the verdicts yielded: an iterable that waits (for a build ahead) holds back no verdict."""
-        verdicts: queue.Queue[tuple[int, Future[Verdict]] | int] = queue.Queue()
-        room = threading.Semaphore(FEED_AHEAD * self.in_flight)
-        stopping = threading.Event()
-        failures: list[BaseException] = []
-        threads = ThreadPoolExecutor(self.in_flight, thread_name_prefix="cudasmith-candidate")
+        is done (stream.judge_as_done: an iterable that waits holds back no verdict)."""
+        return judge_as_done(self, solutions)
 
-        def feed() -> None:
-            fed = 0
-            try:
-                for position, solution in enumerate(solutions):
-                    while not room.acquire(timeout=FEED_POLL_S):
-                        if stopping.is_set():
-                            return
-                    if stopping.is_set():
-                        return
-                    future = threads.submit(self.judge, solution)
-                    future.add_done_callback(lambda done, at=position: verdicts.put((at, done)))
-                    fed += 1
-            except BaseException as exc:  # the iterable's failure is the caller's, raised where it reads
-                failures.append(exc)
-            finally:
-                verdicts.put(fed)  # how many were fed: the reader stops after that many verdicts
-
-        feeder = threading.Thread(target=feed, name="cudasmith-feeder", daemon=True)
-        feeder.start()
-        try:
-            fed, given = None, 0
-            while fed is None or given < fed:
-                item = verdicts.get()
-                if isinstance(item, int):
-                    fed = item
-                    continue
-                position, future = item
-                given += 1
-                room.release()
-                yield position, future.result()
-            if failures:  # after the verdicts of the solutions it gave
-                raise failures[0]
-        finally:
-            stopping.set()
-            threads.shutdown(wait=True, cancel_futures=True)
+    def submit(self, code: str | Path) -> Future[Verdict]:
+        """Queue one candidate, its source text or its file (stream.solution_file tells which), and return
+        the future of its verdict: `in_flight` are judged at once, in the order submitted. Safe from
+        several threads; close() cancels those not yet taken."""
+        with self._lock:
+            if self._submissions is None:
+                self._submissions = Submissions(self)
+            submissions = self._submissions
+        return submissions.submit(code)
 
     def close(self) -> None:
         """Stop every worker of the session, those of candidates still being judged included (their
         calls end at once, not at their time limits)."""
         with self._lock:
-            judging = list(self._in_use)
+            judging, submissions = list(self._in_use), self._submissions
+        if submissions is not None:
+            submissions.cancel()
         for candidate in judging:
             candidate.terminate()
         # Every worker asked to exit before any is waited for: their exits (a CUDA context's teardown
@@ -405,6 +361,8 @@ class Judge:
         self.pool.close()
         self.baselines.close()
         self.oracle.close()
+        if submissions is not None:
+            submissions.close()
 
     def __enter__(self) -> Judge:
         return self
