@@ -38,6 +38,8 @@ class Backend(Protocol):
 
     def counters(self) -> dict[str, int]: ...
 
+    def close_idle(self, idle_s: float) -> int: ...
+
     def close(self) -> None: ...
 
 
@@ -296,6 +298,15 @@ class Executor:
     def gpu_utilization(self) -> dict[str, float]:
         """NVML's mean utilization per lane's GPU, where it is sampled (see LocalExecutor)."""
         return {}
+
+    def close_idle(self, idle_s: float) -> int:
+        """Close the lanes' sessions that judged nothing for `idle_s` seconds; how many were closed (a lane
+        that cannot say, an actor lost, counts none)."""
+        closed = 0
+        for backend in self.backends:
+            with contextlib.suppress(Exception):
+                closed += backend.close_idle(idle_s)
+        return closed
 
     def stats(self) -> ExecutorStats:
         """Where the executor stands now."""

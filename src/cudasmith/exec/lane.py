@@ -164,6 +164,22 @@ class Lane:
             entry.last_used = time.monotonic()
             self._cond.notify_all()
 
+    def close_idle(self, idle_s: float) -> int:
+        """Close the sessions no candidate has used for `idle_s` seconds (a service's sessions of problems
+        no longer asked for), so that their workers do not hold the device; how many were closed."""
+        now = time.monotonic()
+        with self._cond:
+            idle = [
+                key
+                for key, entry in self.sessions.items()
+                if entry.session is not None and entry.users == 0 and now - entry.last_used >= idle_s
+            ]
+            closing = [self.sessions.pop(key) for key in idle]
+            self._cond.notify_all()
+        for entry in closing:  # outside the lock: its workers' exits take a while
+            entry.stack.close()
+        return len(closing)
+
     def close(self) -> None:
         with self._cond:
             sessions, self.sessions = list(self.sessions.values()), {}

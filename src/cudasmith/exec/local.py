@@ -67,6 +67,9 @@ class LocalLane:
     def counters(self) -> dict[str, int]:
         return {"sessions": self.lane.sessions_opened, "restarts": self.lane.restarts}
 
+    def close_idle(self, idle_s: float) -> int:
+        return self.lane.close_idle(idle_s)
+
     def close(self) -> None:
         self.lane.close()
 

@@ -24,6 +24,8 @@ from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.verdict import Verdict
 from cudasmith.tempdirs import owned_tempdir
 
+# How long a lane actor's idle sessions are asked for before the question is dropped (it is asked again).
+CLOSE_IDLE_WAIT_S = 30.0
 # One start-up message is enough: Ray's own logs stay in its session folder.
 RAY_INIT = {"include_dashboard": False, "log_to_driver": False, "logging_level": "error"}
 
@@ -57,6 +59,9 @@ class LaneActor:
 
     def counters(self) -> dict[str, int]:
         return {"sessions": self.lane.sessions_opened, "restarts": self.lane.restarts}
+
+    def close_idle(self, idle_s: float) -> int:
+        return self.lane.close_idle(idle_s)
 
     def close(self) -> None:
         self.lane.close()
@@ -102,6 +107,10 @@ class RayLane:
     def counters(self) -> dict[str, int]:
         counters = _ray().get(self.actor.counters.remote())
         return {**counters, "restarts": counters["restarts"] + self.replaced}
+
+    def close_idle(self, idle_s: float) -> int:
+        # Bounded: an actor whose every slot judges takes the call only when one is free.
+        return int(_ray().get(self.actor.close_idle.remote(idle_s), timeout=CLOSE_IDLE_WAIT_S))
 
     def close(self) -> None:
         ray = _ray()
