@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "evaluate": "cudasmith.api",
     "Judge": "cudasmith.harness.session",
+    "Client": "cudasmith.serve.client",
+    "reward": "cudasmith.report.export",
     "Status": "cudasmith.harness.wire.status",
     "ask": "cudasmith.search.ask",
     "optimize": "cudasmith.search.optimize",

@@ -19,6 +19,7 @@ from cudasmith.commands.optimize import optimize_command
 from cudasmith.commands.options import VersionOption
 from cudasmith.commands.prompt import prompt_command
 from cudasmith.commands.report import report_command
+from cudasmith.commands.serve import serve_command
 from cudasmith.commands.tasks import show_command, tasks_command
 
 SUMMARY = "Turn a PyTorch reference into a faster, verified GPU kernel, and judge kernels honestly."
@@ -44,6 +45,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "bench": bench_command,
     "report": report_command,
     "export": export_command,
+    "serve": serve_command,
     "device": device_command,
     "cache": cache_command,
 }

@@ -5,18 +5,20 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem, solution_files
 from cudasmith.commands.judging import JudgeFlags, judging
-from cudasmith.commands.options import FromOption, JsonOption, ProblemOption, TaskOption
+from cudasmith.commands.options import FromOption, JsonOption, ProblemOption, TaskOption, value_option
 from cudasmith.errors import CudasmithError
 
 if TYPE_CHECKING:
     from cudasmith.exec.ahead import BuildsAhead
+    from cudasmith.harness.verdict import Verdict
 
 
 @judging
@@ -36,6 +38,14 @@ def eval_command(
     samples: Annotated[
         bool, typer.Option("--samples", help="Include raw timing samples in --json output.")
     ] = False,
+    server: Annotated[
+        str | None,
+        value_option(
+            "--server",
+            metavar="URL",
+            help="Have a running `cudasmith serve` judge them (its token in $CUDASMITH_TOKEN).",
+        ),
+    ] = None,
     *,
     judge: JudgeFlags,
 ) -> None:
@@ -48,16 +58,20 @@ def eval_command(
 
     Example: [bold]cudasmith eval examples/softmax_cpu.py --task level1/softmax --device cpu[/]
     """
+    files = solution_files(solutions)
+    if server is not None:
+        from cudasmith.commands.remote import judged_on_server
+
+        _show(judged_on_server(server, files, task, problem, from_dir, judge), len(files), as_json, samples)
+
     from cudasmith.exec.ahead import judge_built_ahead
 
-    files = solution_files(solutions)
     # The builds go before this process imports torch (seconds): the problem's file as read, the device
     # as named or as the CUDA driver tells. Used once both are known to be the judge's.
     early = _early_builds(task, problem, from_dir, judge.device, files)
 
     from cudasmith.harness.session import Judge
     from cudasmith.report.progress import judge_progress
-    from cudasmith.report.verdict_table import print_summary, print_verdict
 
     with contextlib.ExitStack() as owned:
         if early is not None:
@@ -67,20 +81,28 @@ def eval_command(
         if early is not None and not early.serves(loaded, options):  # another file or device: dropped
             early.close()
             early = None
-        verdicts = []
         progress = owned.enter_context(judge_progress(bar=not as_json))
         session = owned.enter_context(Judge(loaded, options, progress, candidates=len(files)))
-        for verdict in judge_built_ahead(session, files, ahead=early):
-            verdicts.append(verdict)
-            if as_json:
-                indent = 2 if len(files) == 1 else None
-                sys.stdout.write(json.dumps(verdict.to_dict(samples=samples), indent=indent) + "\n")
-                sys.stdout.flush()
-            else:
-                print_verdict(verdict)
-    if not as_json and len(verdicts) > 1:
-        print_summary(verdicts)
-    raise typer.Exit(EXIT_CORRECT if verdicts and all(v.correct for v in verdicts) else EXIT_VERDICT)
+        _show(judge_built_ahead(session, files, ahead=early), len(files), as_json, samples)
+
+
+def _show(verdicts: Iterable[Verdict], count: int, as_json: bool, samples: bool) -> NoReturn:
+    """Print each verdict as it comes (JSON, or a table), then the summary of several; exit with the
+    verdict contract's code."""
+    from cudasmith.report.verdict_table import print_summary, print_verdict
+
+    shown = []
+    for verdict in verdicts:
+        shown.append(verdict)
+        if as_json:
+            indent = 2 if count == 1 else None
+            sys.stdout.write(json.dumps(verdict.to_dict(samples=samples), indent=indent) + "\n")
+            sys.stdout.flush()
+        else:
+            print_verdict(verdict)
+    if not as_json and len(shown) > 1:
+        print_summary(shown)
+    raise typer.Exit(EXIT_CORRECT if shown and all(v.correct for v in shown) else EXIT_VERDICT)
 
 
 def _early_builds(

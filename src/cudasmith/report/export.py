@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import UsageError
+from cudasmith.harness.verdict import Verdict
 from cudasmith.store import CandidateRecord, Run, RunStore, Turn
 from cudasmith.store.metrics import speedup_of
 from cudasmith.store.runs import task_runs
@@ -27,8 +28,11 @@ RETURN_DISCOUNT = 0.4
 FORMATS = ("jsonl", "parquet")
 
 
-def reward(verdict: dict[str, Any] | None) -> float:
-    """0 unless correct; CORRECT_BONUS plus the speedup over eager PyTorch when correct."""
+def reward(verdict: Verdict | dict[str, Any] | None) -> float:
+    """A verdict's reward (a Verdict, or its JSON), the one `export` writes and `cudasmith.reward` gives:
+    0 unless correct; CORRECT_BONUS plus the speedup over eager PyTorch when correct."""
+    if isinstance(verdict, Verdict):
+        verdict = verdict.to_dict()
     if not verdict or verdict.get("status") != "correct":
         return 0.0
     return CORRECT_BONUS + (speedup_of(verdict) or 0.0)

@@ -7,6 +7,7 @@ every candidate of a search on one task. Tests pass a scripted judge of the same
 
 from __future__ import annotations
 
+from cudasmith.exec.jobs import ProblemRef
 from cudasmith.exec.lane import JudgeFactory, JudgeSession
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.session import Judge
@@ -17,6 +18,7 @@ from cudasmith.tasks.problem import Problem
 __all__ = ["Judge", "JudgeFactory", "JudgeSession", "cache_key"]
 
 
-def cache_key(problem: Problem, options: EvalOptions, device_name: str) -> CacheKey:
-    """The key of this judge's verdicts on `problem` in the store's evaluation cache (code hash aside)."""
+def cache_key(problem: Problem | ProblemRef, options: EvalOptions, device_name: str) -> CacheKey:
+    """The key of this judge's verdicts on `problem` (loaded, or as it travels) in the store's evaluation
+    cache (code hash aside)."""
     return CacheKey(problem.source_hash, device_name, harness_version(), judge_options_digest(options))
