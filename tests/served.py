@@ -1,5 +1,5 @@
 """A `cudasmith serve` for tests: started as a user starts it, in a process of its own, on 127.0.0.1 and a
-free port (read from the line it prints once it listens), judging on the CPU."""
+free port (read from the line it prints once it listens), judging on the CPU unless told otherwise."""
 
 from __future__ import annotations
 
@@ -24,22 +24,12 @@ PROBLEM = (PROBLEMS / "add_small.py").read_text()
 
 
 class Server:
-    """`cudasmith serve --device cpu --port 0 --store STORE ARGS…`; its stdout's lines in `lines`."""
+    """`cudasmith serve --device DEVICE --port 0 --store STORE ARGS…`; its stdout's lines in `lines`."""
 
-    def __init__(self, store: Path, *args: str) -> None:
+    def __init__(self, store: Path, *args: str, device: str = "cpu") -> None:
         self.log = store.parent / f"server-{os.urandom(3).hex()}.log"
-        command = [
-            sys.executable,
-            "-m",
-            "cudasmith",
-            "serve",
-            "--device",
-            "cpu",
-            "--port",
-            "0",
-            "--store",
-            str(store),
-        ]
+        command = [sys.executable, "-m", "cudasmith", "serve", "--device", device, "--port", "0"]
+        command += ["--store", str(store)]
         self.process = subprocess.Popen(
             [*command, *args], stdout=subprocess.PIPE, stderr=self.log.open("w"), text=True
         )

@@ -73,7 +73,7 @@ def store(tmp_path: Path) -> Iterator[RunStore]:
 
 def service(store: RunStore, lane: Scripted, **settings: object) -> JudgeService:
     options = EvalOptions(device="cpu", timing=False)
-    return JudgeService(store, Executor([lane], in_flight=2), ServeSettings(options, **settings))  # type: ignore[list-item, arg-type]
+    return JudgeService(store, Executor([lane], in_flight=2), ServeSettings(options, **settings))
 
 
 def finished(service: JudgeService, ids: list[int]) -> list[object]:
