@@ -66,7 +66,7 @@ def test_the_rl_reward_takes_completions_and_gives_one_float_each(settings: None
 @pytest.mark.slow
 def test_eval_with_server_prints_what_eval_prints(server: Server, tmp_path: Path) -> None:
     judged = run_cli("eval", str(HONEST), str(WRONG), "--task", TASK, "--server", server.url, "--json",
-                     "--no-timing", "--seeds", "1", "--time-limit", "2")  # fmt: skip
+                     "--no-timing", "--seeds", "1", "--time-limit", "5")  # fmt: skip
     assert judged.returncode == 1, judged.stderr
     verdicts = [json.loads(line) for line in judged.stdout.splitlines()]
     assert [(v["status"], v["solution"]) for v in verdicts] == [
