@@ -184,13 +184,19 @@ def exploit_cases() -> list[tuple[str, Path, str, dict[str, Any]]]:
             for name, path, task, over in cases]  # fmt: skip
 
 
-def exploit_check(url: str) -> list[dict[str, Any]]:
-    """Each exploit's status in-process (a session, as `cudasmith eval` judges) and through the server."""
+def exploit_check(url: str, left: Callable[[], float]) -> list[dict[str, Any]]:
+    """Each exploit's status in-process (a session, as `cudasmith eval` judges) and through the server,
+    while the budget lasts (those not reached are listed as such)."""
     from cudasmith import Client, EvalOptions, Judge
 
     client = Client(url)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, path, task, options in exploit_cases():
+        if left() <= 0:
+            rows.append(
+                {"exploit": name, "solution": path.name, "eval": "not reached", "server": "not reached"}
+            )
+            continue
         with Judge(task=task, options=EvalOptions(**options)) as judge:
             here = judge.judge(path).status.value
         request = {
@@ -241,7 +247,11 @@ def main() -> int:
         try:
             second = through_server(judged, server.url, {"baselines": args.baselines.split(",")},
                                     lambda: started + args.budget_s - time.monotonic())  # fmt: skip
-            rows = exploit_check(server.url) if exploits else []
+            rows = (
+                exploit_check(server.url, lambda: started + args.budget_s - time.monotonic())
+                if exploits
+                else []
+            )
         finally:
             server.close()
     return report(candidates, first, second, rows, args)
@@ -270,10 +280,10 @@ def report(candidates: list[Candidate], first: Approach, second: Approach, rows:
     for label, name, status, should in wrong:
         console.print(f"{label}: {name} got {status}, expected {should}")
     differ = [row for row in rows if row["eval"] != row["server"]]
+    reached = [row for row in rows if row["eval"] != "not reached"]
     if rows:
-        console.print(
-            f"exploits: {len(rows) - len(differ)} of {len(rows)} get the same status through the server"
-        )
+        console.print(f"exploits: {len(reached) - len(differ)} of {len(rows)} get the same status through the "
+                      f"server ({len(rows) - len(reached)} not reached within the budget)")  # fmt: skip
         for row in differ:
             console.print(
                 f"  {row['exploit']} ({row['solution']}): eval {row['eval']}, server {row['server']}"
