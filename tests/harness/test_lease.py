@@ -21,7 +21,7 @@ import pytest
 
 from cudasmith.harness import lease as lease_module
 from cudasmith.harness.exclusive import CpuActivity, GpuActivity, Unverified, WindowCheck, cpu_seconds
-from cudasmith.harness.lease import FOLLOWING_S, MAX_RETIMES, TimingLease
+from cudasmith.harness.lease import FOLLOWING_S, MAX_RETIMES, TimingLease, Window
 from cudasmith.harness.timed import exclusivity, waited
 from cudasmith.harness.walls.pausing import pause_workers, worker_processes
 from cudasmith.harness.walls.process import WorkerProcess
@@ -258,13 +258,39 @@ def test_a_window_right_after_another_on_a_gpu_warms_up_shorter(
     assert replace(seen[-1], plan=spec.plan) == spec, "only the warm-up time changes"
 
 
-def test_a_verdict_sums_what_its_holds_waited_for() -> None:
+def test_a_verdict_sums_what_its_holds_waited_for_and_where_their_time_went() -> None:
     report = TimingReport("warm", "queued")
+    windows = [
+        Window(True, True, request_s=0.25, watch_s=0.01, probe_s=0.02),
+        Window(True, True, request_s=0.5),
+    ]
     for _ in range(2):
-        waited(report, SimpleNamespace(drain_s=1.0004, pause_s=0.5, settle_s=1 / 6))  # type: ignore[arg-type]
+        hold = SimpleNamespace(
+            drain_s=1.0004, pause_s=0.5, settle_s=1 / 6, held_s=1.5, release_s=0.001, windows=windows
+        )
+        waited(report, hold)  # type: ignore[arg-type]
     exclusivity(report, [], "checked")
     assert (report.drain_s, report.pause_s, report.settle_s) == (2.001, 1.0, 0.333)
+    assert (report.held_s, report.requests_s, report.watch_s, report.probe_s) == (3.0, 1.5, 0.02, 0.04)
     assert TimingReport.from_dict(report.to_dict()) == report
+
+
+def test_a_window_says_where_its_time_went_and_the_lease_sums_every_hold() -> None:
+    """The timed request, the probe's checks and the listing of processes are told apart in a window,
+    every try included, and the lease's tally sums them over its holds: what the bound of a stream reads."""
+    worker = candidate_worker()
+    try:
+        lease = TimingLease(gpu=False, probe=Scripted(shared=1))
+        with lease.hold() as hold:
+            _, window = hold.window(worker, lambda: time.sleep(0.05))
+        assert window.retimed == 1 and window.request_s >= 0.1, "both tries' requests are counted"
+        assert window.watch_s > 0 and window.probe_s >= 0
+        assert hold.held_s >= window.request_s
+        tally = lease.tally
+        assert (tally.holds, tally.windows, tally.request_s) == (1, 1, window.request_s)
+        assert tally.held_s == hold.held_s
+    finally:
+        worker.close()
 
 
 def test_a_hold_is_never_taken_inside_a_step_and_the_holders_own_steps_pass() -> None:

@@ -52,6 +52,35 @@ class Window:
     verified: bool
     retimed: int = 0
     others: list[str] = field(default_factory=list)
+    # Where the window's wall time went, in seconds, every try included: the timed request itself, from
+    # sending it to its answer (`request_s`), listing the processes to watch (`watch_s`), asking the probe
+    # before and after (`probe_s`), and waiting for NVML's samples to settle first (`settle_s`).
+    request_s: float = 0.0
+    watch_s: float = 0.0
+    probe_s: float = 0.0
+    settle_s: float = 0.0
+
+
+@dataclass
+class LeaseTally:
+    """What a lease's holds cost, summed since it was made (one lease per device per process): how many
+    holds and windows, the seconds held, the seconds of timed requests (the exclusive time the device's
+    judging needed: the bound under its throughput) and of the checks around them."""
+
+    holds: int = 0
+    windows: int = 0
+    held_s: float = 0.0
+    request_s: float = 0.0
+    watch_s: float = 0.0
+    probe_s: float = 0.0
+    settle_s: float = 0.0
+
+    def add(self, window: Window) -> None:
+        self.windows += 1
+        self.request_s += window.request_s
+        self.watch_s += window.watch_s
+        self.probe_s += window.probe_s
+        self.settle_s += window.settle_s
 
 
 @dataclass
@@ -78,6 +107,7 @@ class TimingLease:
         self._workers: list[_Registered] = []
         self._local = threading.local()
         self.holds = 0
+        self.tally = LeaseTally()
         self.prepares = PrepareGate()  # the device's candidate workers' turns to make their context
 
     # -- workers -------------------------------------------------------------------------------
@@ -198,12 +228,20 @@ class TimingLease:
             self.holds += 1
         if session is None:
             session = self._session_of(owner)
-        hold = Hold(self, owner, drain_s=time.monotonic() - asked, session=session)
+        granted = time.monotonic()
+        hold = Hold(self, owner, drain_s=granted - asked, session=session)
         try:
             yield hold
         finally:
+            released = time.monotonic()
             hold.release()
+            hold.release_s = time.monotonic() - released
+            hold.held_s = time.monotonic() - granted
             with self._cond:
+                self.tally.holds += 1
+                self.tally.held_s += hold.held_s
+                for window in hold.windows:
+                    self.tally.add(window)
                 self._holder = None
                 if owner is not None:  # it ran, unpaused, until now: the next hold settles from here
                     self._ends[owner] = time.monotonic()
@@ -227,6 +265,9 @@ class Hold:
         # holds (drain_s), the other workers to show as stopped (pause_s), NVML's samples to settle.
         self.drain_s = drain_s
         self.settle_s = 0.0
+        # Seconds the hold lasted, from the device granted to its workers resumed, and the resuming.
+        self.held_s = 0.0
+        self.release_s = 0.0
         self._last_end: float | None = None  # when the hold's last window ended
         self._paused = [w for w in lease._alive(trusted=False) if w is not owner]
         if not lease.gpu:
@@ -277,24 +318,40 @@ class Hold:
         # A process's work can show in samples taken up to a sampling period after it stopped: the work
         # of another candidate (a step, a window: the candidate timed before a baseline) is waited out.
         busy_until = max(self.lease._busy_until(timed), self._busy_at_pause)
+        costs = Window(exclusive=False, verified=False)  # the costs, summed over the tries
         try:
             if (wait := busy_until + self.lease.probe.settle_s() - time.monotonic()) > 0:
                 time.sleep(wait)
                 self.settle_s += wait
+                costs.settle_s = wait
             retimed = 0
             while True:
+                clock = time.monotonic()
                 watched, trusted = self._watched(timed)
+                listed = time.monotonic()
                 mark = self.lease.probe.begin(watched)
+                sent = time.monotonic()
                 result = run()
+                answered = time.monotonic()
                 # Processes that appeared meanwhile are watched too (all their time is the window's).
                 after, trusted_after = self._watched(timed)
                 watched = [*watched, *(pid for pid in after if pid not in watched)]
                 own = {timed.status("worker_pid")}
+                relisted = time.monotonic()
                 check = self.lease.probe.check(mark, own, watched, trusted | trusted_after)
+                costs.watch_s += (listed - clock) + (relisted - answered)
+                costs.probe_s += (sent - listed) + (time.monotonic() - relisted)
+                costs.request_s += answered - sent
                 if check.shared and measured(result) and retimed < MAX_RETIMES:
                     retimed += 1
                     continue
-                window = Window(not check.shared, check.verified, retimed, check.others)
+                window = replace(
+                    costs,
+                    exclusive=not check.shared,
+                    verified=check.verified,
+                    retimed=retimed,
+                    others=check.others,
+                )
                 self.windows.append(window)
                 return result, window
         finally:

@@ -11,6 +11,7 @@ one found shared is timed again, and a time that stayed shared is kept but gives
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -78,13 +79,15 @@ def time_candidate(
         ]
         for result, spec, name, baselines in zip(ordered, specs, names, used, strict=True):
             reply = time_config(view, candidate, result, spec, baselines, hold)
+            checking = time.monotonic()
             rechecked = reply is not None and _recheck(view, candidate, verdict, result, spec, reply[0], name)
-            timed.append(_Timed(result, name, baselines, reply))
+            timed.append(_Timed(result, name, baselines, reply, time.monotonic() - checking))
             if not rechecked:
                 break
         else:
             last()
     waited(verdict.timing, hold)
+    verdict.timing.recheck_s += sum(entry.recheck_s for entry in timed)
     if view.oracle.peaks is not None:
         verdict.peaks = view.oracle.peaks
     elif view.oracle.peaks_error is not None:
@@ -98,6 +101,7 @@ def time_candidate(
         reply, window = entry.reply
         own.append(window)
         _record(verdict, result, reply, window, entry.baselines["eager"], entry.name)
+        _judge_side(result, window, entry.recheck_s)
         _compare_with_baselines(view, candidate, verdict, result, entry.baselines, configs[result.index])
         _no_speedup_from_shared(result, entry.baselines, window, entry.name, verdict)
         if result.status != Status.CORRECT:
@@ -118,6 +122,7 @@ class _Timed:
     name: str
     baselines: dict[str, BaselineTime]
     reply: tuple[Timed, Window] | None
+    recheck_s: float = 0.0
 
 
 def time_ahead(view: SessionView) -> None:
@@ -140,10 +145,31 @@ def _spec(view: SessionView, result: ConfigResult, config: Config) -> TimeSpec:
 
 
 def waited(report: TimingReport, hold: Hold) -> None:
-    """Add what one hold waited for before timing to the verdict's sums (seconds; exclusivity rounds them)."""
+    """Add what one hold waited for before timing, and where its time went once held, to the verdict's sums
+    (seconds; exclusivity rounds them)."""
     report.drain_s += hold.drain_s
     report.pause_s += hold.pause_s
     report.settle_s += hold.settle_s
+    report.held_s += hold.held_s
+    report.release_s += hold.release_s
+    for window in hold.windows:
+        report.requests_s += window.request_s
+        report.watch_s += window.watch_s
+        report.probe_s += window.probe_s
+
+
+def _judge_side(result: ConfigResult, window: Window, recheck_s: float) -> None:
+    """The judge's side of a config's timing beside the worker's phases (Timing.phases_s): the request
+    from sending to answer, the window's checks for other processes, the re-check of timed outputs."""
+    if result.timing is None:
+        return
+    sides = {
+        "request": window.request_s,
+        "watch": window.watch_s,
+        "probe": window.probe_s,
+        "recheck": recheck_s,
+    }
+    result.timing.phases_s.update({key: round(value, 4) for key, value in sides.items()})
 
 
 def exclusivity(report: TimingReport, windows: list[Window], how: str) -> None:
@@ -154,11 +180,18 @@ def exclusivity(report: TimingReport, windows: list[Window], how: str) -> None:
     report.windows = len(windows)
     report.retimed_windows = sum(w.retimed for w in windows)
     report.exclusivity = how if not shared else f"shared: {', '.join(shared[0].others) or 'unknown'}"
-    report.drain_s, report.pause_s, report.settle_s = (
-        round(report.drain_s, 3),
-        round(report.pause_s, 3),
-        round(report.settle_s, 3),
-    )
+    for key in (
+        "drain_s",
+        "pause_s",
+        "settle_s",
+        "held_s",
+        "requests_s",
+        "watch_s",
+        "probe_s",
+        "recheck_s",
+        "release_s",
+    ):
+        setattr(report, key, round(getattr(report, key), 3))
 
 
 def time_config(

@@ -73,7 +73,11 @@ class Timing:
     clock_mhz: list[float] = field(default_factory=list)
     # None where no window was checked (a verdict from before windows were).
     exclusive: bool | None = None
-    # Where the measurement's wall time went, in seconds: "warmup", "sampling", "records".
+    # Where the timing of the config went, in seconds: the measurement's "warmup", "sampling" and "records"
+    # (reading CUPTI's records); the worker's request around it, "inputs" (making the input sets),
+    # "audit" (its checks after sampling) and "export" (the kept outputs); and the judge's side, "request"
+    # (from sending the request to its answer), "watch" and "probe" (the window's check for other
+    # processes) and "recheck" (comparing the kept outputs with the reference).
     phases_s: dict[str, float] = field(default_factory=dict)
 
     @classmethod
@@ -203,6 +207,17 @@ class TimingReport:
     drain_s: float = 0.0
     pause_s: float = 0.0
     settle_s: float = 0.0
+    # Where the holds' time went once the device was held, summed (seconds): the holds from granted to
+    # released (held_s); the timed requests, baselines' and peaks' included, from sending each to its
+    # answer (requests_s: the exclusive time the verdict needed); listing the processes to watch (watch_s)
+    # and asking the activity probe around each window (probe_s); comparing timed outputs with the
+    # reference (recheck_s); resuming the paused workers (release_s).
+    held_s: float = 0.0
+    requests_s: float = 0.0
+    watch_s: float = 0.0
+    probe_s: float = 0.0
+    recheck_s: float = 0.0
+    release_s: float = 0.0
 
     def to_dict(self) -> JsonObject:
         return asdict(self)

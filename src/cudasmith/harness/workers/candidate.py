@@ -418,9 +418,11 @@ class Candidate:
         """Time forward over rotating input sets, each call's inputs perturbed afresh; keep the outputs of
         calls chosen at random for the judge to re-check."""
         spec = request.time
+        began = clock.perf_counter()  # the request's own phases beside the measurement's (Timing.phases_s)
         model = self._model(spec)
         input_sets = timing_input_sets(self.problem, spec, self.device)
         copies = [pristine(inputs) for inputs in input_sets] if self.defences else []
+        inputs_s = clock.perf_counter() - began
         self.exposed = [tensor for inputs in input_sets for tensor in input_tensors(inputs)]
         gpu = self.device.startswith("cuda")
         observed = self.defences and not gpu  # on the GPU, the sampler's own CUPTI records are audited
@@ -450,6 +452,7 @@ class Candidate:
                 measurement = measure(run, len(input_sets), self.device, spec.plan, hooks)
         finally:
             recorded = _stop(observation) if observation is not None else ([], [], 0)
+        auditing = clock.perf_counter()
         self.check("while timing", full=True)
         if recorded is None:
             raise CandidateFault(
@@ -470,11 +473,19 @@ class Candidate:
         # On the CPU, unobserved (defences off) the share is not known.
         own_share = kernels.own_share() if gpu else ops.own_share()
         outputs = [o for *_, kept in hooks.kept for o in kept]
+        exporting = clock.perf_counter()
+        exported = self.exporter.export(outputs)
+        phases = {
+            "inputs": inputs_s,
+            "audit": exporting - auditing,
+            "export": clock.perf_counter() - exporting,
+        }
         return TimedReply(
-            replace(measurement, work={}),  # what ran is judged here, not sent
+            # What ran is judged here, not sent; the request's own phases go beside the measurement's.
+            replace(measurement, work={}, phases_s={**measurement.phases_s, **phases}),
             input_sets=len(input_sets),
             checks=[TimedCheck(sample, index, seed, len(kept)) for sample, index, seed, kept in hooks.kept],
-            outputs=self.exporter.export(outputs),
+            outputs=exported,
             own_share=own_share,
             library_kernels=[_short(name) for name, _ in kernels.library.most_common(5)],
             torch_ops=dict(ops.compute),
