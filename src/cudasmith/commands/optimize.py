@@ -72,6 +72,15 @@ def optimize_command(
     as_json: JsonOption = False,
     config: ConfigOption = None,
     templates: TemplatesOption = None,
+    confirm_all: Annotated[
+        bool,
+        typer.Option(
+            "--confirm-all",
+            help="Time every correct candidate by the full protocol. By default a short screen comes first "
+            "and only candidates that could be the best (within a margin of the run's best or of eager "
+            "PyTorch) are confirmed; the others keep a screened speedup, never reported as a time.",
+        ),
+    ] = False,
     *,
     lane_flags: LaneFlags,
     judge: JudgeFlags,
@@ -103,7 +112,13 @@ def optimize_command(
         loaded = task_flags.load()
         options = judge.options()
     settings = load_optimize_config(
-        config, strategy=strategy, n=n, depth=depth, verifier=verifier, weights=_weights(weights)
+        config,
+        strategy=strategy,
+        n=n,
+        depth=depth,
+        verifier=verifier,
+        weights=_weights(weights),
+        confirm_all=confirm_all or None,
     )
     title = f"optimize {resume or (loaded.name if loaded else '')}"
     with (

@@ -56,7 +56,8 @@ class Job:
     `queued_alike`: candidates of the same session still queued when the executor handed this one to a
     lane (None: not known), so that the session starts no more workers ahead than will be used;
     `handed_out`: how many candidates the executor had handed out then, this one included (of two
-    counts, the later one holds)."""
+    counts, the later one holds). `best_speedup`: the run's best confirmed speedup when the candidate was
+    handed over, where its options screen candidates (harness/confirm.py: the bar a screen must come near)."""
 
     key: str
     problem: ProblemRef
@@ -66,6 +67,7 @@ class Job:
     path: str | None = None
     queued_alike: int | None = None
     handed_out: int = 0
+    best_speedup: float | None = None
 
     @cached_property
     def session_key(self) -> tuple[str, str]:

@@ -35,7 +35,7 @@ from cudasmith.tempdirs import owned_tempdir
 class JudgeSession(Protocol):
     """What a lane needs of a judge session: one solution file in, its verdict out (from several threads).
     A session that starts workers ahead may also have `expect(queued)`: how many candidates still wait
-    for it (Judge.expect)."""
+    for it (Judge.expect); one that screens candidates, `raise_bar(speedup)` (Judge.raise_bar)."""
 
     def judge(self, path: Path) -> Verdict: ...
 
@@ -189,7 +189,11 @@ class Lane:
 
 
 def _expect(session: JudgeSession, job: Job) -> None:
-    """Tell a session that starts workers ahead how many candidates still wait for it, where known."""
+    """Tell a session that starts workers ahead how many candidates still wait for it, where known; and one
+    that screens candidates, the run's best confirmed speedup (Judge.raise_bar)."""
     expect = getattr(session, "expect", None)
     if expect is not None and job.queued_alike is not None:
         expect(job.queued_alike, job.handed_out)
+    raise_bar = getattr(session, "raise_bar", None)
+    if raise_bar is not None and job.best_speedup is not None:
+        raise_bar(job.best_speedup)

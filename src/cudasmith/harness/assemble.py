@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.baselines import BASELINES, BaselineTime
+from cudasmith.harness.confirm import describe as describe_screen
 from cudasmith.harness.roofline import roofline
 from cudasmith.harness.verdict import ConfigResult, Failure, Verdict, geometric_mean, overall_status
 from cudasmith.harness.wire.results import ConfigDescription, Timing
@@ -145,6 +146,8 @@ def finish(verdict: Verdict, results: list[ConfigResult], early: Failure | None 
         if verdict.speedup_ci95 is not None and any(r.noisy for r in timed):
             spread = "; {:.2f}x to {:.2f}x: noisy timing".format(*verdict.speedup_ci95)
         speed = f"; {verdict.speedup:.2f}x {verdict.baseline} (geometric mean{spread})"
+    if verdict.screen is not None:
+        speed += describe_screen(verdict.screen, verdict.baseline)
     verdict.reason = f"correct on {plural(len(results), 'config')}, {plural(checked, 'input set')}{speed}"
     if verdict.torch_ops:
         ops = ", ".join(f"{name} x{count}" for name, count in sorted(verdict.torch_ops.items()))

@@ -97,6 +97,11 @@ class EvalOptions:
     require_isolation: bool = False
     # Candidates judged at once by a session (None: default_in_flight for the device).
     in_flight: int | None = None
+    # Screen, then confirm (a search's mode; harness/confirm.py): a correct candidate is first timed
+    # briefly, and timed by the full protocol only where its screen comes within this margin of the run's
+    # best kernel so far or of the baseline. None: every correct candidate gets the full protocol, as
+    # `eval` and `bench` always do.
+    confirm_margin: float | None = None
 
     def validate(self) -> None:
         """Raise UsageError for options that cannot work, with what to do instead."""
@@ -123,6 +128,10 @@ class EvalOptions:
             )
         if self.in_flight is not None and not 1 <= self.in_flight <= 64:
             raise UsageError("the candidates in flight must be from 1 to 64 (--in-flight)")
+        if self.confirm_margin is not None and not 0 < self.confirm_margin <= 1:
+            raise UsageError(
+                f"the screen's margin must be above 0 and at most 1, not {self.confirm_margin:g}"
+            )
         self.check_isolation()
 
     def check_isolation(self) -> None:

@@ -34,6 +34,7 @@ from cudasmith.device import default_device, software_versions, usable_device
 from cudasmith.errors import CudasmithError, UsageError
 from cudasmith.harness.assemble import finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
+from cudasmith.harness.confirm import ConfirmBar
 from cudasmith.harness.correctness import check_candidate, select_configs
 from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import lease_for
@@ -116,6 +117,7 @@ class Judge:
         self.selected: list[tuple[int, Config, bool]] = []
         self.skipped: list[SkippedConfig] = []
         self.plan: TimingPlan = default_plan(options.device, options.l2_state or problem.l2_state)
+        self.bar = ConfirmBar()  # what a screened candidate must come near to be confirmed (confirm.py)
         gate = self.lease.prepares if options.on_gpu else None
         self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate)
         self.pool.top_up()
@@ -190,7 +192,7 @@ class Judge:
         self.selected, self.skipped = select_configs(self.problem, described, self.options.device)
         self.baselines.identity = self._identity()  # now that the device and its launch cost are known
         self.view = SessionView(self.problem, self.options, self.secret, tuple(self.selected), tuple(described),
-                                self.plan, self.oracle, self.lease, self.baselines, self.progress, self)  # fmt: skip
+                                self.plan, self.oracle, self.lease, self.baselines, self.progress, self, self.bar)  # fmt: skip
 
     def _identity(self) -> str:
         """What a baseline time kept on disk depends on besides its config (as a JSON key)."""
@@ -252,7 +254,14 @@ class Judge:
                 self._in_use.discard(candidate)
                 self.judged += 1
         verdict.wall_s = round(time.monotonic() - started, 3)
+        if verdict.correct:
+            self.bar.raise_to(verdict.speedup)  # a confirmed speedup (a screened-only verdict has none)
         return verdict
+
+    def raise_bar(self, speedup: float | None) -> None:
+        """The run's best confirmed speedup so far, as its search knows it: a screened candidate must come
+        within the margin of it (or of the baseline) to be confirmed (confirm.py). The bar only rises."""
+        self.bar.raise_to(speedup)
 
     def _judge_with(self, candidate: WorkerProcess, load_id: int, verdict: Verdict) -> None:
         try:

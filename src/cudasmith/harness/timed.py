@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from cudasmith.errors import HarnessError
 from cudasmith.harness.assemble import apply_baselines
 from cudasmith.harness.baselines import BASELINES, BaselineTime
+from cudasmith.harness.confirm import Screened, decide
 from cudasmith.harness.correctness import label
 from cudasmith.harness.lease import Hold, Window
 from cudasmith.harness.options import TIMING_EXTRA_S
@@ -29,6 +30,7 @@ from cudasmith.harness.wire.results import Timing, TimingReport
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.problem import Config
+from cudasmith.timing.protocol import screen_plan
 from cudasmith.wording import plural
 
 # Timing rotates among this many distinct input sets (the worker may use fewer to fit memory).
@@ -77,7 +79,12 @@ def time_candidate(
             view.baselines.for_config(spec, name, hold, view.progress_line)
             for spec, name in zip(specs, names, strict=True)
         ]
-        for result, spec, name, baselines in zip(ordered, specs, names, used, strict=True):
+        # A search's screen first (confirm.py): the full protocol below only for a candidate it confirms.
+        confirmed = view.options.confirm_margin is None or _screen(
+            view, candidate, verdict, ordered, specs, used, hold
+        )
+        to_time = zip(ordered, specs, names, used, strict=True) if confirmed else iter(())
+        for result, spec, name, baselines in to_time:
             reply = time_config(view, candidate, result, spec, baselines, hold)
             checking = time.monotonic()
             rechecked = reply is not None and _recheck(view, candidate, verdict, result, spec, reply[0], name)
@@ -85,14 +92,16 @@ def time_candidate(
             if not rechecked:
                 break
         else:
-            last()
+            if all(result.status == Status.CORRECT for result in ordered):  # a screen may have failed
+                last()
     waited(verdict.timing, hold)
     verdict.timing.recheck_s += sum(entry.recheck_s for entry in timed)
     if view.oracle.peaks is not None:
         verdict.peaks = view.oracle.peaks
     elif view.oracle.peaks_error is not None:
         verdict.note(f"no roofline: {view.oracle.peaks_error}")
-    windows: list[Window] = [b.window for entry in timed for b in entry.baselines.values() if b.window]
+    checked = [entry.baselines for entry in timed] if confirmed else used
+    windows: list[Window] = [b.window for baselines in checked for b in baselines.values() if b.window]
     own: list[Window] = []
     for entry in timed:
         result = entry.result
@@ -123,6 +132,35 @@ class _Timed:
     baselines: dict[str, BaselineTime]
     reply: tuple[Timed, Window] | None
     recheck_s: float = 0.0
+
+
+def _screen(
+    view: SessionView,
+    candidate: WorkerProcess,
+    verdict: Verdict,
+    ordered: list[ConfigResult],
+    specs: list[TimeSpec],
+    used: list[dict[str, BaselineTime]],
+    hold: Hold,
+) -> bool:
+    """Screen every config (confirm.py) in windows of `hold`; whether the candidate gets the full protocol.
+    A config that fails its screen is recorded as failed (as in full timing) and nothing is confirmed."""
+    screens: list[Screened] = []
+    seconds = 0.0
+    for result, spec, baselines in zip(ordered, specs, used, strict=True):
+        short = replace(spec, plan=screen_plan(spec.plan), checks=0)
+        reply = time_config(view, candidate, result, short, baselines, hold, "screening")
+        if reply is None:
+            return False
+        timed, window = reply
+        measured = Timing.of(timed.measurement, window.exclusive)
+        result.screened_ms = measured.median_ms
+        seconds += window.request_s
+        eager_ms = baselines["eager"].median_ms or 0.0
+        screens.append(Screened(eager_ms, measured, window.exclusive))
+    assert view.options.confirm_margin is not None
+    verdict.screen = decide(screens, view.bar(), view.options.confirm_margin, seconds)
+    return verdict.screen.confirmed
 
 
 def time_ahead(view: SessionView) -> None:
@@ -201,13 +239,15 @@ def time_config(
     spec: TimeSpec,
     baselines: dict[str, BaselineTime],
     hold: Hold,
+    doing: str = "timing",
 ) -> tuple[Timed, Window] | None:
-    """Time the candidate on one config in a window of its own; None (the failure recorded) if it failed."""
+    """Time the candidate on one config in a window of its own (`doing`: "timing", or "screening" with the
+    screen's plan); None (the failure recorded) if it failed."""
     name = label(result.index, spec.config, result.hidden, view.problem)
     eager = baselines["eager"]
     if eager.measurement is None:
         raise HarnessError(f"the reference failed while timing eager PyTorch on {name}: {eager.error}")
-    view.progress(f"timing {name}", 0, 0)
+    view.progress(f"{doing} {name}", 0, 0)
     limit_s = timing_limit_s(view, result.index)
 
     def run() -> Timed | Failed | WorkerFailure:

@@ -10,7 +10,7 @@ from cudasmith.device import DevicePeaks
 from cudasmith.errors import UsageError
 from cudasmith.harness.roofline import Roofline
 from cudasmith.harness.wire.fields import JsonObject, known_fields
-from cudasmith.harness.wire.results import BaselineEntry, Mismatch, Timing, TimingReport
+from cudasmith.harness.wire.results import BaselineEntry, Mismatch, ScreenReport, Timing, TimingReport
 from cudasmith.harness.wire.status import CONFIG_STATUSES, STATUSES, Rule, Status
 from cudasmith.tasks.problem import Config
 
@@ -88,6 +88,9 @@ class ConfigResult:
     parameters_drawn: bool = False
     # KernelBench's own check (check.kernelbench_allclose) on the input sets this config was checked on.
     kernelbench_tolerance: bool | None = None
+    # The screen's median (ms) where a search screened the candidate (harness/confirm.py): never a time of
+    # the verdict's; `time_ms` is the full protocol's, and stays empty when the screen was not confirmed.
+    screened_ms: float | None = None
 
     def fail(self, status: Status, reason: str, rule: Rule | None = None) -> None:
         """Record this config's failure: its status, reason, and rule (by default the status's own)."""
@@ -149,6 +152,9 @@ class Verdict:
     speedups: dict[str, float] = field(default_factory=dict)
     # How times were taken (L2 state, launch mode) and the device peaks the roofline used.
     timing: TimingReport | None = None
+    # A search's screen of the candidate and whether it was confirmed (harness/confirm.py); None where every
+    # correct candidate gets the full protocol (eval, bench, optimize --confirm-all).
+    screen: ScreenReport | None = None
     peaks: DevicePeaks | None = None
     dtype: str | None = None
     wall_s: float = 0.0
@@ -183,6 +189,11 @@ class Verdict:
         """True when every config checked came out correct."""
         return self.status == Status.CORRECT
 
+    @property
+    def screened_only(self) -> bool:
+        """Correct, screened and not confirmed: it has a screened speedup and no time (harness/confirm.py)."""
+        return self.screen is not None and not self.screen.confirmed
+
     def to_dict(self, samples: bool = False) -> JsonObject:
         """The JSON form; raw timing samples only when asked for."""
         data = asdict(replace(self, configs=[], timing=None))
@@ -207,6 +218,8 @@ class Verdict:
             values["timing"] = TimingReport.from_dict(values["timing"]) if values["timing"] else None
         if isinstance(values.get("peaks"), dict):
             values["peaks"] = DevicePeaks.from_dict(values["peaks"])
+        if isinstance(values.get("screen"), dict):
+            values["screen"] = ScreenReport.from_dict(values["screen"])
         skipped = values.get("skipped_configs") or []
         values["skipped_configs"] = [SkippedConfig(**entry) for entry in skipped if isinstance(entry, dict)]
         return cls(**values, configs=configs)

@@ -8,9 +8,10 @@ it, and never import the session, which imports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cudasmith.harness.baselines import SessionBaselines
+from cudasmith.harness.confirm import ConfirmBar
 from cudasmith.harness.lease import TimingLease
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.oracle import Oracle
@@ -37,6 +38,8 @@ class SessionView:
     progress: Progress
     # Whose workers these are, as the lease names a session (its holds pause other sessions' judges).
     owner: object
+    # What a screened candidate must come near to be confirmed (confirm.py; used with options.confirm_margin).
+    bar: ConfirmBar = field(default_factory=ConfirmBar)
 
     def progress_line(self, what: str) -> None:
         self.progress(what, 0, 0)

@@ -4,7 +4,7 @@ turns that led to it.
 Reward (as in Kevin, Cognition's multi-turn RL for CUDA kernels): a turn whose kernel is not correct
 earns 0, whatever its status (a rejected kernel that cheated earns nothing); a correct kernel earns
 CORRECT_BONUS plus its speedup over eager PyTorch (geometric mean over configs, timed side by side),
-or CORRECT_BONUS alone when it was not timed. A turn's `discounted_return` adds the returns of the
+or CORRECT_BONUS alone when it was not timed (a search's screened, unconfirmed kernel included). A turn's `discounted_return` adds the returns of the
 turns that refined it, discounted by RETURN_DISCOUNT per step (the mean over its refinements when
 there are several), so an answer that led to a fast kernel is credited for it.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from cudasmith.errors import UsageError
 from cudasmith.harness.verdict import Verdict
 from cudasmith.store import CandidateRecord, Run, RunStore, Turn
-from cudasmith.store.metrics import speedup_of
+from cudasmith.store.metrics import screened_speedup_of, speedup_of
 from cudasmith.store.runs import task_runs
 
 CORRECT_BONUS = 0.3
@@ -98,6 +98,8 @@ def _search_rows(store: RunStore, run: Run) -> list[dict[str, Any]]:
                 "code": this["code"],
                 "status": this["status"],
                 "speedup": speedup_of(candidate.verdict),
+                # A search's screen, never a measured speedup (harness/confirm.py); not in the reward.
+                "screened_speedup": screened_speedup_of(candidate.verdict),
                 "reward": this["reward"],
                 "discounted_return": returns[candidate.id],
                 "verdict": candidate.verdict,

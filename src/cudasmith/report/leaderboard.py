@@ -120,6 +120,11 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
         console.print(
             f"  {noisy} timed noisily (stopped before the noise target): see their speedups' ranges"
         )
+    if summary.screened:
+        screened = plural(summary.screened, "correct kernel")
+        console.print(
+            f"  {screened} screened by the search and not confirmed: no time, in no speedup or fast_p"
+        )
     if summary.not_isolated:
         console.print(f"  [yellow]{summary.not_isolated} judged with the filesystem not isolated[/]")
     if tampered := summary.statuses.get("tampered"):

@@ -19,6 +19,11 @@ from cudasmith.search.state import Snapshot
 from cudasmith.wording import plural
 
 
+def _screened(speedup: float) -> str:
+    """A screened speedup, never shown as a time (harness/confirm.py)."""
+    return f"screened: {speedup:.2f}x {BASELINES['eager']}, not confirmed"
+
+
 def _speedups(speedups: dict[str, float]) -> str:
     return ", ".join(f"{value:.2f}x {BASELINES.get(name, name)}" for name, value in speedups.items()) or "–"
 
@@ -57,6 +62,8 @@ def _best_text(snapshot: Snapshot) -> str:
     if top is None or top.verdict is None:
         return "best: nothing correct yet"
     sol = top.sol_pct()
+    if top.screened_speedup is not None:
+        return f"best: candidate {top.id} · {_screened(top.screened_speedup)}"
     return f"best: candidate {top.id} · {_speedups(top.verdict.speedups)}" + (
         f" · {sol:.0f} % of speed of light" if sol is not None else ""
     )
@@ -96,7 +103,10 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     best = summary.get("best")
     headline = "no correct kernel found"
     if best is not None:
-        headline = f"best: candidate {best['candidate']} · {_speedups(best['speedups'])}"
+        shown = _speedups(best["speedups"])
+        if best.get("screened_speedup") is not None:
+            shown = _screened(best["screened_speedup"])
+        headline = f"best: candidate {best['candidate']} · {shown}"
         if best.get("sol_pct") is not None:
             headline += f" · {best['sol_pct']:.0f} % of speed of light"
     console.print(f"[bold]{escape(headline)}[/]")

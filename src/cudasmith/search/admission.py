@@ -25,6 +25,7 @@ from cudasmith.search.state import Search
 from cudasmith.search.strategies.base import SearchCandidate, best, rank
 from cudasmith.search.verifier import PRIORITY, parse_opinion, verifier_prompt
 from cudasmith.store import CallRecord, CandidateRecord, code_hash
+from cudasmith.store.metrics import screened_only
 
 
 class Admission:
@@ -81,7 +82,8 @@ class Admission:
             return
         self.novelty.add(candidate.id, candidate.source)
         cached = store.cached_verdict(code_hash(candidate.source), self.s.cache_key)
-        if cached is not None:
+        # A screened verdict was held to another run's bar: it is judged again, never reused.
+        if cached is not None and not screened_only(cached.verdict):
             store.use_cached_verdict(candidate.id, cached.id)
             candidate.verdict = candidate_from_record(store.candidate(candidate.id)).verdict
             self._observe(candidate, None)
@@ -122,7 +124,13 @@ class Admission:
         self.opinions[candidate.id] = opinion["verdict"]
 
     def _job(self, key: str, source: str, path: Path) -> Job:
-        return Job(key, self.problem, self.s.options, source, path.name, str(path))
+        return Job(key, self.problem, self.s.options, source, path.name, str(path), best_speedup=self._best())
+
+    def _best(self) -> float | None:
+        """The run's best confirmed speedup so far, where the judge screens candidates (harness/confirm.py)."""
+        if self.s.options.confirm_margin is None:
+            return None
+        return max((c.speedup for c in self.s.context.candidates.values() if c.speedup), default=None)
 
     def judge_next(self) -> None:
         """Start judging the first candidate of the queue: the verifier's passes, then the unreviewed,

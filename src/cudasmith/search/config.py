@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 
 from cudasmith.llm.config import StrictSettings, load_settings
 from cudasmith.search.novelty import NEAR_DUPLICATE_RATIO
+from cudasmith.timing.protocol import SCREEN_MARGIN
 
 # CUDA-LLM's FSR: N candidates per round, D rounds; we stop earlier after PATIENCE rounds without a gain
 # larger than the timing noise (NOISE, or the best time's own 95 % interval where that is wider).
@@ -85,6 +86,18 @@ class OptimizeConfig(StrictSettings):
     verifier: str | None = None
     profile: bool = Field(
         True, description="Nsight Compute metrics of each new best, where ncu is available."
+    )
+    confirm_all: bool = Field(
+        False,
+        description="Time every correct candidate by the full protocol, without the screen first "
+        "(harness/confirm.py).",
+    )
+    confirm_margin: float = Field(
+        SCREEN_MARGIN,
+        gt=0,
+        le=1,
+        description="How much slower than the run's best (or the baseline) a screened candidate may look "
+        "and still be confirmed, beyond its screen's own spread.",
     )
     fsr: FSRConfig = FSRConfig()
     evolve: EvolveConfig = EvolveConfig()

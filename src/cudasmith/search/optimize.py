@@ -141,6 +141,8 @@ def optimize(
         if config.strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {config.strategy!r}; known: {', '.join(STRATEGIES)}")
         options = replace(options or EvalOptions(), device=usable_device(device))
+        # Screen, then confirm (harness/confirm.py), unless every candidate is to be timed in full.
+        options = replace(options, confirm_margin=None if config.confirm_all else config.confirm_margin)
         budget_usd = budget if budget is not None else llm_config.budget_usd
     options = replace(options, device=usable_device(options.device))
     if config.weights and len(config.weights) != len(model_specs):

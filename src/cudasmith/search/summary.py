@@ -72,8 +72,12 @@ def summarize(
             "round": top.round,
             "model": top.model,
             "speedups": top.verdict.speedups if top.verdict else {},
+            # Set only where the best was screened and not confirmed: no time, never a speedup.
+            "screened_speedup": top.screened_speedup,
             "sol_pct": top.sol_pct(),
         },
+        # Correct candidates the judge's screen did not confirm (harness/confirm.py): no time of their own.
+        "screened": sum(c.screened_speedup is not None for c in candidates),
         "candidates": len(candidates),
         "counts": dict(sorted(counts.items())),
         "judged": len([v for v in verdicts if v.code_hash is not None]),

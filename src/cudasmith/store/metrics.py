@@ -7,7 +7,9 @@ configs, baseline time over candidate time, measured side by side on one device)
 - fast_p against a baseline: attempts that are correct *and* faster than p × the baseline, over all
   attempts (KernelBench's fast_p). fast_0 is the correctness rate; a correct kernel not timed against
   a baseline is not counted fast against it for p > 0.
-- speedup: geometric mean and median over the correct attempts timed against the baseline.
+- speedup: geometric mean and median over the correct attempts timed against the baseline. A search's
+  screened candidates that were not confirmed (harness/confirm.py) have no time: they count as correct,
+  never as fast, and `screened` says how many there were.
 - pass@k: the unbiased estimator of Chen et al. (2021), 1 - C(n-c, k) / C(n, k) for a task with n
   samples of which c are correct, averaged over the tasks with at least k samples.
 - % of speed of light of a kernel: the median over its timed configs of speed-of-light time over its
@@ -63,6 +65,21 @@ def speedup_of(verdict: dict[str, Any], baseline: str = "eager") -> float | None
     value = (verdict.get("speedups") or {}).get(baseline)
     if value is None and baseline == "eager":
         value = verdict.get("speedup")
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def screened_only(verdict: dict[str, Any]) -> bool:
+    """A correct verdict whose candidate a search screened and did not confirm (harness/confirm.py): it has
+    a screened speedup and no time, so speedup_of gives None and it is never counted fast."""
+    screen = verdict.get("screen")
+    return (
+        verdict.get("status") == "correct" and isinstance(screen, dict) and screen.get("confirmed") is False
+    )
+
+
+def screened_speedup_of(verdict: dict[str, Any]) -> float | None:
+    """A screened-only verdict's screened speedup over eager PyTorch (never a measurement's); None otherwise."""
+    value = (verdict.get("screen") or {}).get("speedup") if screened_only(verdict) else None
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
@@ -169,6 +186,8 @@ class Summary:
     rules: dict[str, int]
     # Correct attempts timed noisily (see noisy_timing).
     noisy_timing: int = 0
+    # Correct attempts a search screened and did not confirm: no time, no speedup (see screened_only).
+    screened: int = 0
     cost: Cost | None = None
     cost_per_correct_usd: float | None = None
     cost_per_task_usd: float | None = None
@@ -226,6 +245,7 @@ def summarize(attempts: list[Attempt], cost: Cost | None = None) -> Summary:
         statuses={s: statuses[s] for s in (*STATUSES, *sorted(set(statuses) - set(STATUSES))) if statuses[s]},
         rules=dict(Counter(r for a in attempts if (r := rule_broken(a.verdict))).most_common()),
         noisy_timing=sum(noisy_timing(a.verdict) for a in attempts),
+        screened=sum(screened_only(a.verdict) for a in attempts),
         cost=cost,
         cost_per_correct_usd=total / correct if total is not None and correct else None,
         cost_per_task_usd=total / tasks if total is not None and tasks else None,

@@ -30,7 +30,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from cudasmith.errors import CudasmithError
@@ -83,6 +83,27 @@ MIN_SAMPLING_S_CPU = 0.1
 MAX_SECONDS_CPU = 0.5
 # z for a two-sided 95 % interval.
 Z95 = 1.96
+# The screen (a search's first, short measurement of a correct candidate; harness/confirm.py): exclusive like
+# every window, a few milliseconds a config: one warm-up call per input set and SCREEN_WARMUP_MS, then at
+# least SCREEN_MIN_SAMPLES samples over SCREEN_MIN_SAMPLING_S, stopping at SCREEN_TARGET_REL_STDERR or
+# SCREEN_MAX_SECONDS. Its median tells a kernel that could be the best from one that cannot; the full
+# protocol times the former again, and only a full measurement is ever reported as a time.
+SCREEN_WARMUP_CALLS = 1
+SCREEN_WARMUP_MS = 2.0
+SCREEN_MIN_SAMPLES = 5
+SCREEN_MIN_SAMPLING_S = 0.003
+SCREEN_MAX_SAMPLES = 100
+SCREEN_MAX_SECONDS = 0.02
+SCREEN_TARGET_REL_STDERR = 0.02
+# How much slower than the bar (the run's best confirmed kernel, or the baseline) a screened candidate may
+# look and still get the full protocol, beyond the spread of its own screen (its median's 95 % interval,
+# which harness/confirm.py adds). It covers what the interval does not: a screen that is pessimistic as a
+# whole (its short warm-up, a clock still ramping). How it is chosen: benchmarks/screen_spread.py screens
+# and fully times the same kernels, several times each, and prints the largest pessimism seen (screened
+# median over full median, less one) beyond the screen's own interval; the margin is twice that, rounded
+# up to whole per cent, and never under 5 %. Until the H200 figures are in, 10 %: the worst spread of full
+# measurements across processes was under 1.2 % (timing_fidelity.py, H100), a short screen's is wider.
+SCREEN_MARGIN = 0.10
 
 L2_STATES = ("cold", "hot")
 # queued: each call is issued while the GPU waits behind a blocking kernel, then runs unhindered by
@@ -128,6 +149,21 @@ def default_plan(
         return TimingPlan(l2_state=l2_state, launch=launch, launch_us=launch_us)
     return TimingPlan(
         l2_state=l2_state, launch=launch, min_sampling_s=MIN_SAMPLING_S_CPU, max_seconds=MAX_SECONDS_CPU
+    )
+
+
+def screen_plan(plan: TimingPlan) -> TimingPlan:
+    """The screen's plan (see SCREEN_MARGIN) beside a session's full `plan`: the same L2 state, launch mode
+    and launch cost, a few milliseconds of warm-up and sampling."""
+    return replace(
+        plan,
+        warmup_calls=SCREEN_WARMUP_CALLS,
+        warmup_ms=SCREEN_WARMUP_MS,
+        min_samples=SCREEN_MIN_SAMPLES,
+        min_sampling_s=SCREEN_MIN_SAMPLING_S,
+        max_samples=SCREEN_MAX_SAMPLES,
+        max_seconds=SCREEN_MAX_SECONDS,
+        target_rel_stderr=SCREEN_TARGET_REL_STDERR,
     )
 
 

@@ -226,3 +226,31 @@ class TimingReport:
     def from_dict(cls, data: JsonObject) -> TimingReport:
         values = _fields_of(cls, data, {"plan": TimingPlan})
         return cls(**{"l2_state": "", "launch": "", **values})
+
+
+@dataclass
+class ScreenReport:
+    """How a search's screen judged a correct candidate (harness/confirm.py): its screened speedup over eager
+    PyTorch (geometric mean over configs, each config's eager time over its screened median), the most its
+    screen's own spread allows (`reach`: eager over the low end of each screened median's interval), the
+    bar it was held to (the run's best confirmed speedup so far, at least the baseline's 1x), the margin,
+    and whether it got the full protocol. A screened time is never a verdict's time: only a confirmed
+    candidate has one."""
+
+    speedup: float | None
+    reach: float | None
+    bar: float
+    margin: float
+    confirmed: bool
+    # Why it was confirmed whatever its screen said (a screen window another process shared), or "".
+    why: str = ""
+    # The screen's timed requests, summed over its configs (seconds).
+    seconds: float = 0.0
+
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> ScreenReport:
+        values = _numbers(known_fields(cls, data))
+        return cls(**{"speedup": None, "reach": None, "bar": 1.0, "margin": 0.0, "confirmed": True, **values})

@@ -86,6 +86,14 @@ class SearchCandidate:
         """The geometric-mean speedup over eager PyTorch when correct and timed."""
         return self.verdict.speedup if self.correct and self.verdict is not None else None
 
+    @property
+    def screened_speedup(self) -> float | None:
+        """The screened speedup of a correct candidate that the judge's screen did not confirm (it has no
+        time: harness/confirm.py); None otherwise."""
+        if self.correct and self.verdict is not None and self.verdict.screened_only:
+            return self.verdict.screen.speedup if self.verdict.screen else None
+        return None
+
     def as_parent(self) -> Parent:
         """This candidate as the solution a prompt asks to improve."""
         assert self.source is not None and self.verdict is not None
@@ -107,10 +115,10 @@ class SearchCandidate:
 
 
 def rank(candidate: SearchCandidate) -> tuple[float, int]:
-    """Sort key, best first: correct by speedup (untimed correct ones as 1x), then failures by how
-    repairable they are; the earlier of equals."""
+    """Sort key, best first: correct by speedup (a screened one by its screened speedup, untimed correct
+    ones as 1x), then failures by how repairable they are; the earlier of equals."""
     if candidate.correct:
-        return (-(candidate.speedup or 1.0), candidate.id)
+        return (-(candidate.speedup or candidate.screened_speedup or 1.0), candidate.id)
     status = candidate.verdict.status if candidate.verdict else None
     order = REPAIR_ORDER.index(status) if status in REPAIR_ORDER else len(REPAIR_ORDER)
     return (float(order + 1), -candidate.id)
