@@ -7,9 +7,11 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 # After SIGTERM, a process group gets this long to clean up its workers before SIGKILL.
@@ -82,3 +84,11 @@ def last_json(text: str) -> dict[str, Any] | None:
 
 def tail(text: str, lines: int = 2) -> str:
     return " | ".join(text.strip().splitlines()[-lines:])[:300]
+
+
+def child_command(args: Any, folder: Path, mode: str, extra: list[str], names: list[str]) -> list[str]:
+    """The command line of a child of throughput.py in stream mode (`mode`: --child-stream, …), for the
+    stream in `folder`."""
+    command = [sys.executable, str(Path(__file__).resolve().parent / "throughput.py"), mode]
+    command += ["--device", args.device, "--baselines", args.baselines, "--candidates", str(folder)]
+    return command + extra + names

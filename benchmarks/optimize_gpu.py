@@ -14,6 +14,16 @@ when the best kernel is the full-grid one (with any of its block sizes), 1 other
 Needs a CUDA GPU, and cudasmith's dependencies: on the workplace's GPU machines pydantic is missing and
 travels as wheels (pydantic, pydantic-core, annotated-types, typing-inspection; see the device notes).
 Eager PyTorch is the only baseline and each config is checked on one input set, to keep it to minutes.
+
+Screening (--screening): the same search twice, each in a fresh process with compile caches of its own,
+over the no-build stream's variants of --task (stream_nobuild.py: 16 NVRTC and Triton kernels, 4 wrong),
+answered at once and in the same order: once as `optimize` runs by default (each correct candidate screened
+first, only those that could be the best confirmed: harness/confirm.py), once with --confirm-all. It prints
+each run's wall time, how many candidates the screen confirmed, the exclusive time of its holds, and its
+best kernel; exit 0 when both found the same best kernel (or two within the --confirm-all run's timing
+noise of each other, which the line says) and screening took less wall time.
+
+    python benchmarks/optimize_gpu.py --screening --task level1/softmax
 """
 
 from __future__ import annotations
@@ -53,15 +63,27 @@ def answers(latency_s: float) -> list[dict[str, object]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", default="level1/vector_add")
-    parser.add_argument("--latency", type=float, default=4.0, help="seconds before each answer")
+    parser.add_argument("--task", help="default: level1/vector_add, or level1/softmax with --screening")
+    parser.add_argument(
+        "--latency", type=float, help="seconds before each answer (default 4; 0 with --screening)"
+    )
     parser.add_argument("--out", type=Path, help="keep the store and candidates here")
+    parser.add_argument("--screening", action="store_true", help="screening against --confirm-all (above)")
+    parser.add_argument("--one", choices=("screening", "confirm-all"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-
     import torch
 
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU")
+    if args.screening or args.one:
+        from optimize_screening import compare, one_run
+
+        task, latency = args.task or "level1/softmax", 0.0 if args.latency is None else args.latency
+        if args.one:
+            return one_run(task, latency, args.one, args.out)
+        return compare(task, latency, args.out)
+    args.task = args.task or "level1/vector_add"
+    args.latency = 4.0 if args.latency is None else args.latency
     out = args.out or Path(tempfile.mkdtemp(prefix="cudasmith-optimize-gpu-"))
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("CUDASMITH_CACHE", str(out / "cache"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import itertools
 import tempfile
 import threading
@@ -14,19 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from throughput_stream import (
-    ALONE_COPIES,
-    BATCH,
-    FLIGHT_COPIES,
-    HONEST,
-    INTERFERENCE_TASK,
-    NO_IN_FLIGHT,
-    in_flight_supported,
-)
+from stream_interference import ALONE_COPIES, FLIGHT_COPIES, HONEST, INTERFERENCE_TASK
+from throughput_stream import BATCH, NO_IN_FLIGHT, in_flight_supported
 
 Emit = Callable[..., None]
 # Candidates kept in flight around each honest copy when K is left to its default.
 DEFAULT_SPREAD = 4
+# The candidate each judging thread judges now (by thread id: the sessions' pools reuse thread names).
+JUDGING: dict[int, str] = {}
 
 
 class FairGate:
@@ -95,7 +91,7 @@ def _config_costs(verdict: Any) -> list[dict[str, Any]]:
     return found
 
 
-def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
+def _candidate_event(name: str, verdict: Any, t: float | None = None) -> dict[str, Any]:
     timing = _timing(verdict)
     status = str(getattr(verdict.status, "value", verdict.status))
     return {
@@ -103,6 +99,8 @@ def _candidate_event(name: str, verdict: Any) -> dict[str, Any]:
         "name": name,
         "status": status,
         "seconds": verdict.wall_s,
+        "t": t,  # when the verdict came, on the phases' clock
+        "build_s": getattr(verdict, "build_s", None),
         "reason": verdict.reason[:300],
         "speedup": verdict.speedup,
         "timing": timing,
@@ -134,6 +132,7 @@ class Phases:
                 path = Path(solution)
                 name = path.relative_to(self._root) if path.is_relative_to(self._root) else path.name
                 self._names[threading.current_thread().name] = str(name)
+                JUDGING[threading.get_ident()] = str(name)
             return original(solution)
 
         judge.judge = judge_one
@@ -187,6 +186,7 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
 
     began = time.perf_counter()  # the phases' clock, the same for every task
     emit(event="clock", at=time.monotonic())  # the parent's clock too: what the child's start cost
+    record_holds(emit, began)
 
     def one_task(task: str, names: list[str]) -> None:
         problem, ahead = problems[task], pools[task]
@@ -206,9 +206,14 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
                 emit(event="setup", task=task, seconds=time.perf_counter() - started, in_flight=k)
                 # As a search takes them: each verdict as soon as it is done, not in the order given.
                 for index, verdict in judged(judge, paths, ahead=ahead):
-                    emit(**_candidate_event(names[index], verdict))
+                    emit(**_candidate_event(names[index], verdict, round(time.perf_counter() - began, 3)))
                     done.add(index)
                 _mark(emit, began, task, "every verdict given; closing the session")
+                emit(
+                    event="startup",
+                    task=task,
+                    marks=getattr(getattr(judge, "startup", None), "marks", dict)(),
+                )
             _mark(emit, began, task, "session closed")
         except Exception as exc:  # a harness failure: what is left of the task is recorded against it
             reason = f"{type(exc).__name__}: {exc}"[:300]
@@ -226,6 +231,7 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
         for thread in threads:
             thread.join()
     finally:
+        _tally(emit)
         for task, names in by_task.items():
             _extension_builds(emit, pools.get(task), task, [args.candidates / name for name in names])
         for ahead in pools.values():
@@ -244,6 +250,41 @@ def _extension_builds(emit: Emit, ahead: Any, task: str, paths: list[Path]) -> N
         source = path.read_text(errors="replace")
         if slow_build(source) and (result := results.get(source)) is not None:
             emit(event="build", task=task, name=path.name, seconds=result.seconds, ok=result.ok)
+
+
+def record_holds(emit: Emit, began: float) -> None:
+    """Report every hold of the device's lease in this process (when it was granted and released, on the
+    phases' clock, and the candidate whose thread held it: None for a session's own, its baselines ahead):
+    the row's wall-time table places them. A checkout from before the lease's tally has no hold to wrap."""
+    from cudasmith.harness import lease as lease_module
+
+    original = lease_module.TimingLease.hold
+
+    @contextlib.contextmanager
+    def hold(self: Any, owner: Any = None, session: Any = None) -> Any:
+        with original(self, owner, session) as held:
+            granted = time.perf_counter() - began
+            try:
+                yield held
+            finally:
+                name = JUDGING.get(threading.get_ident())
+                emit(
+                    event="hold",
+                    name=name,
+                    begin=round(granted, 4),
+                    end=round(time.perf_counter() - began, 4),
+                )
+
+    lease_module.TimingLease.hold = hold  # type: ignore[method-assign]
+
+
+def _tally(emit: Emit) -> None:
+    """The lease's tally of every hold in this process (harness/lease.py): the row's exclusive device time."""
+    from cudasmith.harness import lease as lease_module
+
+    tallies = [vars(lease.tally) for lease in lease_module._leases.values() if hasattr(lease, "tally")]
+    if tallies:
+        emit(event="tally", **{key: sum(t[key] for t in tallies) for key in tallies[0]})
 
 
 def _mark(emit: Emit, began: float, who: str, what: str) -> None:

@@ -2,6 +2,7 @@
 judges them, made from the batch's own kernels (benchmarks/candidates), the same every time.
 
     python benchmarks/stream_variants.py OUT_DIR [--per-task 12] [--tasks level1/relu,level1/softmax]
+    python benchmarks/stream_variants.py OUT_DIR --kind nobuild     # stream_nobuild.py: NVRTC and Triton only
 
 Every variant gets a tag in its kernel source (so NVRTC, Triton and nvcc compile it afresh, as a new
 candidate of a search would) and one edit from its recipe: a tuning that keeps it correct (threads per
@@ -130,14 +131,22 @@ def variant(recipe: Recipe, number: int) -> str:
     return header + tag(source, number)
 
 
-def write_stream(out: Path, tasks: tuple[str, ...] = TASKS, per_task: int = PER_TASK) -> dict[str, str]:
-    """Write the stream into `out` (task by task, each in recipe order) with EXPECTED.json; file → status."""
+def write_stream(
+    out: Path,
+    tasks: tuple[str, ...] = TASKS,
+    per_task: int = PER_TASK,
+    recipes_of: dict[str, tuple[Recipe, ...]] | None = None,
+) -> dict[str, str]:
+    """Write the stream into `out` (task by task, each in recipe order) with EXPECTED.json; file → status.
+    `recipes_of`: per task, the recipes (default: this stream's, RECIPES; stream_nobuild.RECIPES for the
+    no-build stream)."""
+    recipes_of = RECIPES if recipes_of is None else recipes_of
     expected: dict[str, str] = {}
     number = 0
     for task in tasks:
-        if task not in RECIPES:
-            raise ValueError(f"no stream recipes for {task}; known: {', '.join(RECIPES)}")
-        recipes = RECIPES[task]
+        if task not in recipes_of:
+            raise ValueError(f"no stream recipes for {task}; known: {', '.join(recipes_of)}")
+        recipes = recipes_of[task]
         if not 0 < per_task <= len(recipes):
             raise ValueError(f"{task} has {len(recipes)} recipes: --per-task from 1 to {len(recipes)}")
         for recipe in recipes[:per_task]:
@@ -150,13 +159,33 @@ def write_stream(out: Path, tasks: tuple[str, ...] = TASKS, per_task: int = PER_
     return expected
 
 
+def write_kind(
+    out: Path, kind: str, tasks: tuple[str, ...] | None = None, per_task: int | None = None
+) -> dict[str, str]:
+    """Write the stream of `kind` ("build": this module's, with load_inline builds; "nobuild":
+    stream_nobuild.py's, NVRTC and Triton only) into `out`; file → expected status."""
+    if kind == "nobuild":
+        import stream_nobuild
+
+        return write_stream(
+            out, tasks or stream_nobuild.TASKS, per_task or stream_nobuild.PER_TASK, stream_nobuild.RECIPES
+        )
+    if kind != "build":
+        raise ValueError(f"the stream's kind is build or nobuild, not {kind!r}")
+    return write_stream(out, tasks or TASKS, per_task or PER_TASK)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="folder to write the stream into")
-    parser.add_argument("--tasks", default=",".join(TASKS))
-    parser.add_argument("--per-task", type=int, default=PER_TASK)
+    parser.add_argument(
+        "--kind", choices=("build", "nobuild"), default="build", help="the stream (default build)"
+    )
+    parser.add_argument("--tasks", help="comma-separated (default: the kind's own)")
+    parser.add_argument("--per-task", type=int, help="variants per task (default: the kind's own)")
     args = parser.parse_args()
-    expected = write_stream(args.out, tuple(args.tasks.split(",")), args.per_task)
+    tasks = tuple(args.tasks.split(",")) if args.tasks else None
+    expected = write_kind(args.out, args.kind, tasks, args.per_task)
     wrong = sum(status != "correct" for status in expected.values())
     print(f"{len(expected)} variants in {args.out}, {wrong} expected wrong")
 

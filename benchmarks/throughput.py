@@ -74,7 +74,7 @@ from throughput_report import (
     print_tables,
     report_lines,
 )
-from throughput_stream import run_stream
+from throughput_stream import ROW_WEIGHTS, run_stream
 
 from cudasmith.exec.nvml import MEANING, BusySampler
 from cudasmith.harness.walls.process import visible_gpu
@@ -405,7 +405,24 @@ def parse_args() -> argparse.Namespace:
     stream.add_argument(
         "--stream",
         action="store_true",
-        help="judge a stream of variants, as a search does, instead of the batch",
+        help="judge a stream of variants, as a search does, instead of the batch (--stream-kind build)",
+    )
+    stream.add_argument(
+        "--stream-kind",
+        help="the streams, comma-separated: build (stream_variants.py: NVRTC, Triton and load_inline, 24 "
+        "candidates) and nobuild (stream_nobuild.py: NVRTC and Triton only, 64); implies --stream",
+    )
+    stream.add_argument(
+        "--session-rows",
+        help="the session rows, comma-separated K values: 1, default, or a number (default: 1,default and "
+        "--in-flight's)",
+    )
+    stream.add_argument(
+        "--kernelbench-weight",
+        type=float,
+        default=ROW_WEIGHTS["kernelbench"],
+        help=f"KernelBench's share of the budget against a session row's 1 (default {ROW_WEIGHTS['kernelbench']:g}); "
+        "a row cut short judges a fair sample of its stream",
     )
     stream.add_argument(
         "--in-flight",
@@ -413,7 +430,9 @@ def parse_args() -> argparse.Namespace:
         help="candidates a session keeps in flight, for its own row (K=1 and the default run too)",
     )
     stream.add_argument(
-        "--stream-per-task", type=int, default=PER_TASK, help=f"variants per task (default {PER_TASK})"
+        "--stream-per-task",
+        type=int,
+        help=f"variants per task (default: the stream's own, {PER_TASK} for build)",
     )
     stream.add_argument("--no-interference", action="store_true", help="skip the interference check")
     parser.add_argument("--child-session", action="store_true", help=argparse.SUPPRESS)
@@ -425,6 +444,17 @@ def parse_args() -> argparse.Namespace:
 
 def stream_main(args: argparse.Namespace) -> int:
     """Stream mode (throughput_stream.py): the device's facts once, then its rows and the check."""
+    args.stream_kinds = [k.strip() for k in (args.stream_kind or "build").split(",") if k.strip()]
+    unknown = set(args.stream_kinds) - {"build", "nobuild"}
+    if unknown or not args.stream_kinds:
+        console.print(f"error: --stream-kind takes build and nobuild, not {sorted(unknown)}")
+        return 2
+    if args.session_rows is not None:
+        args.session_rows = [k.strip() for k in args.session_rows.split(",") if k.strip()]
+        if any(k != "default" and not k.isdigit() for k in args.session_rows):
+            console.print("error: --session-rows takes 1, default or numbers, comma-separated")
+            return 2
+    args.row_weights = {**ROW_WEIGHTS, "kernelbench": args.kernelbench_weight}
     if args.kernelbench is not None:
         args.kernelbench = args.kernelbench.resolve()
     notes: list[str] = []
@@ -475,7 +505,7 @@ def main() -> int:
 
         chosen_child(args, emit)
         return 0
-    if args.stream:
+    if args.stream or args.stream_kind:
         return stream_main(args)
     args.candidates = args.candidates or CANDIDATES
     batch = load_batch(args.candidates, args.tasks.split(",") if args.tasks else None, args.only)

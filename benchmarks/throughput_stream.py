@@ -30,31 +30,34 @@ import argparse
 import itertools
 import json
 import statistics
-import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from child_processes import run_process, tail
+import stream_figures as figures
+from child_processes import child_command, run_process, tail
 from rich.console import Console
-from rich.table import Table
-from stream_variants import write_stream
-from throughput_report import UNJUDGED, WIDE_COLUMNS, Approach, Candidate, Result, kind_of
+from stream_interference import interference_line, run_interference
+from stream_report import (
+    BOUND_MEANING,
+    STEADY_MEANING,
+    disagreements,
+    partial_note,
+    print_table,
+    print_wall_table,
+    row_line,
+)
+from stream_variants import write_kind
+from throughput_report import Approach, Candidate, Result, kind_of
 
 BATCH = Path(__file__).resolve().parent / "candidates"
 # Shares of the budget left when a step starts. KernelBench's evaluator judges one candidate at a time and
 # builds load_inline inside it: on the H100 it needs about 3x a session row's time for the whole stream
 # (24 candidates, two load_inline builds of ~45 s each), and a row cut short compares other candidates.
 ROW_WEIGHTS = {"kernelbench": 2.5, "session": 1.0, "interference": 1.0}
-# The interference check: the honest kernel, its task, how often it is judged alone and in flight, and
-# the issue's limit on the difference of its times.
-HONEST = "level1/softmax/cuda_online.py"
-INTERFERENCE_TASK = "level1/softmax"
-ALONE_COPIES = 2
-FLIGHT_COPIES = 2
-INTERFERENCE_LIMIT_PCT = 2.0
 NO_IN_FLIGHT = "this checkout's EvalOptions has no in_flight (issue 21's concurrent sessions not merged yet)"
 console = Console(stderr=True, highlight=False, markup=False)
 
@@ -80,9 +83,16 @@ def in_flight_supported() -> bool:
     return "in_flight" in {item.name for item in fields(EvalOptions)}
 
 
-def session_rows(requested: int | None, supported: bool) -> list[tuple[str, int | None]]:
-    """(row name, K) of the session rows: K = 1, the default (None) and the one asked for."""
-    rows: list[tuple[str, int | None]] = [("session K=1", 1)]
+def session_rows(
+    requested: int | None, supported: bool, chosen: list[str] | None = None
+) -> list[tuple[str, int | None]]:
+    """(row name, K) of the session rows: K = 1, the default (None) and the one asked for; or those
+    `chosen` names (--session-rows: "1", "default", a number)."""
+    if chosen is not None:
+        wanted = [None if k == "default" else int(k) for k in chosen]
+        rows = [(f"session K={'default' if k is None else k}", k) for k in wanted]
+        return [(name, k) for name, k in rows if supported or k == 1]
+    rows = [("session K=1", 1)]
     if supported:
         rows.append(("session K=default", None))
         if requested is not None and requested != 1:
@@ -113,6 +123,50 @@ class Row:
     configs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # The extension builds sent ahead (load_inline and the like): task, candidate, seconds, whether it went.
     builds: list[dict[str, Any]] = field(default_factory=list)
+    # When each verdict came, in seconds on the row's clock (since its start).
+    done_at: dict[str, float] = field(default_factory=dict)
+    # Every hold of the device (candidate or None for a session's own, granted and released, phases' clock).
+    holds: list[tuple[str | None, float, float]] = field(default_factory=list)
+    # The lease's tally of the row's holds (harness/lease.py: LeaseTally), and each task's session start.
+    tally: dict[str, float] = field(default_factory=dict)
+    startup: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def figures(self, batch: list[Candidate]) -> dict[str, Any]:
+        """The row's steady state, bound, wall-time breakdown and config costs (stream_figures.py)."""
+        task_of = {c.name: c.task for c in batch}
+        judged = self.approach.judged()
+        done = {n: at for n, at in self.done_at.items() if n in judged}
+        steady = figures.steady_state(done, task_of)
+        found: dict[str, Any] = {"steady": asdict(steady), "startup": self.startup}
+        if self.tally:
+            bound = figures.Bound(self.tally["request_s"], self.approach.wall_s, len(judged))
+            found["bound"] = {**asdict(bound), "per_minute": bound.per_minute, "share": bound.share}
+            begin = max(done.values(), default=0.0) - steady.window_s
+            later = [n for n, at in done.items() if at > begin]
+            exclusive = sum(self.timing.get(n, {}).get("requests_s") or 0.0 for n in later)
+            found["steady_share"] = exclusive / steady.window_s if steady.window_s > 0 else None
+            found["tally"] = self.tally
+        if self.clock_at_s is not None:
+            timeline = figures.Timeline(self.approach.wall_s)
+            held = {name: (begin, end) for name, begin, end in self.holds if name is not None}
+            for name, lines in self.phases.items():
+                at = self.done_at.get(name)
+                figures.candidate_intervals(
+                    timeline,
+                    lines,
+                    self.clock_at_s,
+                    None if at is None else at - self.clock_at_s,
+                    held.get(name),
+                )
+            for name, begin, end in self.holds:
+                if name is None:
+                    timeline.add("holds", begin + self.clock_at_s, end + self.clock_at_s)
+            found["wall_s_by_phase"] = figures.wall_breakdown(timeline)
+        measured = [c for configs in self.configs.values() for c in configs]
+        found["config_parts"] = figures.config_parts(measured)
+        found["hold_parts"] = figures.hold_parts(list(self.timing.values()))
+        found["timed_configs"] = len(measured)
+        return found
 
     def config_costs(self) -> dict[str, Any]:
         """What timing one config of a candidate costs, as medians over the row: the whole step as the
@@ -140,8 +194,11 @@ class Row:
             if name not in judged and steps
         ]
 
-    def summary(self, batch: list[Candidate], kernelbench_rate: float | None) -> dict[str, Any]:
-        """The row's figures: the approach's, the warm median and the verdicts' agreement."""
+    def summary(
+        self, batch: list[Candidate], kernelbench_rate: float | None, kernelbench_steady: float | None = None
+    ) -> dict[str, Any]:
+        """The row's figures: the approach's, the warm median, the verdicts' agreement, and the steady state,
+        bound and wall time of stream_figures.py (against KernelBench's rates, whole and steady)."""
         found = self.approach.summary()
         judged = self.approach.judged()
         warm = [r.seconds for n, r in judged.items() if n not in self.first_of_task and r.seconds is not None]
@@ -169,6 +226,8 @@ class Row:
             "extension_builds": self.builds,
             **self.ends(),
             "config_costs": self.config_costs(),
+            **(found_figures := self.figures(batch)),
+            "steady_vs_kernelbench": _ratio(found_figures["steady"]["per_minute"], kernelbench_steady),
         }
 
     def ends(self) -> dict[str, float | None]:
@@ -181,21 +240,17 @@ class Row:
         return {"child_start_s": round(self.clock_at_s, 3), "child_exit_s": exit_s and round(exit_s, 3)}
 
 
+def _ratio(mine: float | None, theirs: float | None) -> float | None:
+    return mine / theirs if mine and theirs else None
+
+
 def firsts(batch: list[Candidate]) -> set[str]:
     """The first candidate of each task: the one that pays for starting its session, left out of warm times."""
     return {next(c.name for c in batch if c.task == task) for task in {c.task for c in batch}}
 
 
-def _child(runner: Runner, mode: str, extra: list[str], names: list[str]) -> list[str]:
-    """The command line of a child of throughput.py in stream mode."""
-    args = runner.args
-    command = [sys.executable, str(Path(__file__).resolve().parent / "throughput.py"), mode]
-    command += ["--device", args.device, "--baselines", args.baselines, "--candidates", str(args.stream_dir)]
-    return command + extra + names
-
-
 def run_session_row(
-    runner: Runner, name: str, in_flight: int | None, batch: list[Candidate], share_s: float
+    runner: Runner, name: str, in_flight: int | None, batch: list[Candidate], share_s: float, folder: Path
 ) -> Row:
     """One session row: a child judges the stream, task by task, and prints a JSON line per verdict."""
     row = Row(Approach(name), firsts(batch))
@@ -210,6 +265,8 @@ def run_session_row(
         if event["event"] == "candidate":
             result = Result(event["status"], event["seconds"], event["reason"], event.get("speedup"))
             row.approach.results[event["name"]] = result
+            if event.get("t") is not None and row.clock_at_s is not None:
+                row.done_at[event["name"]] = row.clock_at_s + event["t"]
             row.timing[event["name"]] = event.get("timing") or {}
             row.configs[event["name"]] = event.get("configs") or []
             if event.get("retimed"):
@@ -221,6 +278,12 @@ def run_session_row(
             row.phases.setdefault(event["name"], []).append((event["t"], event["what"]))
         elif event["event"] == "mark":
             row.marks.append((event["t"], event["who"], event["what"]))
+        elif event["event"] == "hold":
+            row.holds.append((event["name"], event["begin"], event["end"]))
+        elif event["event"] == "tally":
+            row.tally = {key: value for key, value in event.items() if key != "event"}
+        elif event["event"] == "startup":
+            row.startup[event["task"]] = event["marks"]
         elif event["event"] == "build":
             row.builds.append({key: event[key] for key in ("task", "name", "seconds", "ok")})
         elif event["event"] == "clock":  # the phases' clock started: CLOCK_MONOTONIC, as this process's
@@ -230,7 +293,7 @@ def run_session_row(
             row.in_flight = event.get("in_flight")
 
     began = time.monotonic()
-    command = _child(runner, "--child-stream", extra, [c.name for c in batch])
+    command = child_command(runner.args, folder, "--child-stream", extra, [c.name for c in batch])
     rc, _, err, _ = run_process(command, runner.env(name.replace(" ", "_")), share_s, on_event)
     _finish(runner, row.approach, began, rc, err)
     for line in row.unfinished():
@@ -238,19 +301,47 @@ def run_session_row(
     return row
 
 
-def run_kernelbench_row(runner: Runner, batch: list[Candidate], share_s: float) -> Row:
-    """KernelBench's evaluator, a process per candidate, over the stream."""
-    row = Row(Approach("kernelbench"), firsts(batch))
+def spread(batch: list[Candidate]) -> list[Candidate]:
+    """The stream in an order whose every beginning is a fair sample of it: each kind of kernel (nvrtc,
+    triton, load_inline) spread evenly through the order, and each place of a kind given to the task
+    furthest behind its share so far (in stream order within a task)."""
+    kinds: dict[str, int] = Counter(c.kind for c in batch)
+    slots = sorted(((i + 0.5) / count, kind) for kind, count in kinds.items() for i in range(count))
+    totals = Counter(c.task for c in batch)
+    picked: Counter[str] = Counter()
+    left = {kind: [c for c in batch if c.kind == kind] for kind in kinds}
+    tasks = list(dict.fromkeys(c.task for c in batch))
+    order = []
+    for _, kind in slots:
+        behind = min(
+            (t for t in tasks if any(c.task == t for c in left[kind])),
+            key=lambda t: (picked[t] / totals[t], tasks.index(t)),
+        )
+        chosen = next(c for c in left[kind] if c.task == behind)
+        left[kind].remove(chosen)
+        picked[behind] += 1
+        order.append(chosen)
+    return order
+
+
+def run_kernelbench_row(
+    runner: Runner, batch: list[Candidate], share_s: float, name: str = "kernelbench"
+) -> Row:
+    """KernelBench's evaluator, a process per candidate, over the stream (a fair sample of it, `spread`,
+    when its share of the budget runs out first)."""
+    row = Row(Approach(name), firsts(batch))
+    label = name.replace(" ", "_")
     row.approach.results = {c.name: Result("not reached") for c in batch}
     began = time.monotonic()
-    deadline, env = began + share_s, runner.env("kernelbench")
-    for candidate in batch:
+    deadline, env = began + share_s, runner.env(label)
+    for candidate in spread(batch):  # a row cut short by its share judged a sample of the whole stream
         if time.monotonic() >= deadline:
             break
         result = runner.kernelbench(candidate, env, deadline - time.monotonic())
         row.approach.results[candidate.name] = result
+        row.done_at[candidate.name] = time.monotonic() - began
         console.print(
-            f"[kernelbench] {candidate.name}: {result.status} ({result.seconds or 0:.1f} s) {result.reason[:100]}"
+            f"[{name}] {candidate.name}: {result.status} ({result.seconds or 0:.1f} s) {result.reason[:100]}"
         )
     _finish(runner, row.approach, began, 0, "")
     return row
@@ -266,253 +357,122 @@ def _finish(runner: Runner, approach: Approach, began: float, rc: int | None, er
         approach.note = f"the child failed, exit code {rc}: {tail(err, 3)}"
 
 
-def run_interference(
-    runner: Runner, batch: list[Candidate], in_flight: int | None, share_s: float
-) -> dict[str, Any]:
-    """The interference check in a child: the honest kernel's times alone and with K in flight."""
-    busy = [c.name for c in batch if c.task == INTERFERENCE_TASK and c.kind != "load_inline"]
-    if not busy:
-        return {"notes": [f"no {INTERFERENCE_TASK} variants in the stream to keep in flight"], "k": in_flight}
-    extra = [] if in_flight is None else ["--in-flight", str(in_flight)]
-    found: dict[str, Any] = {"alone": [], "in_flight": [], "k": in_flight, "notes": []}
-
-    def on_event(line: str) -> None:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return
-        if event["event"] == "honest":
-            found[event["role"]].append(event)
-            times = ", ".join("–" if t is None else f"{t * 1e3:.2f}" for t in event["times_ms"])
-            console.print(
-                f"[interference] honest kernel {event['role']}: {event['status']}, µs per config {times}"
-            )
-        elif event["event"] == "note":
-            found["notes"].append(event["text"])
-
-    rc, _, err, _ = run_process(
-        _child(runner, "--child-interference", extra, busy), runner.env("interference"), share_s, on_event
-    )
-    if rc is None:
-        found["notes"].append("stopped at the end of its share of the budget")
-    elif rc != 0:
-        found["notes"].append(f"the child failed, exit code {rc}: {tail(err, 3)}")
-    found.update(compare_times(found["alone"], found["in_flight"]))
-    return found
-
-
-def compare_times(alone: list[dict[str, Any]], flight: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per config, the median time in flight against alone, in per cent; the worst and the verdict."""
-    deltas = []
-    for index in range(min((len(e["times_ms"]) for e in alone + flight), default=0)):
-        before = [e["times_ms"][index] for e in alone if e["times_ms"][index]]
-        during = [e["times_ms"][index] for e in flight if e["times_ms"][index]]
-        if before and during:
-            deltas.append((statistics.median(during) / statistics.median(before) - 1) * 100)
-    worst = max(deltas, key=abs) if deltas else None
-    return {
-        "delta_pct": deltas,
-        "worst_pct": worst,
-        "passed": worst is not None and abs(worst) <= INTERFERENCE_LIMIT_PCT,
-    }
-
-
-def _fmt(value: float | None, spec: str, unit: str = "") -> str:
-    return "–" if value is None else format(value, spec) + unit
-
-
-def partial_note(judged: int, total: int) -> str | None:
-    """What a ratio to KernelBench's rate is worth when its row judged only part of the stream (None: all)."""
-    if judged >= total:
-        return None
-    return (
-        f"* KernelBench judged {judged} of the stream's {total} candidates in its share of the budget: its rate "
-        "is over those, the sessions' over theirs; the ratio compares different candidates (give --budget-s "
-        "more for the same ones)"
-    )
-
-
-def _vs_kernelbench(summary: dict[str, Any], document: dict[str, Any]) -> str:
-    """A row's ratio to KernelBench's rate, marked when KernelBench's row judged only part of the stream."""
-    ratio = summary["vs_kernelbench"]
-    mark = "*" if ratio is not None and "kernelbench_partial" in document else ""
-    return _fmt(ratio, ".2f", "x") + mark
-
-
-def build_line(builds: list[dict[str, Any]]) -> str:
-    """The extension builds sent ahead, as a clause of a row's line: their candidates wait for them."""
-    if not builds:
-        return ""
-    each = ", ".join(f"{b['seconds']:.1f} s" + ("" if b["ok"] else " (failed)") for b in builds)
-    return f"; extension builds ahead took {each} (sent at the child's start; their candidates wait for them)"
-
-
-def row_line(row: Row, document: dict[str, Any]) -> str:
-    """A row as one line, printed as soon as the row is done."""
-    s = document["rows"][row.approach.name]
-    verdicts = "as expected" if not s["unexpected"] else f"{len(s['unexpected'])} unexpected"
-    k = f" (K={s['in_flight']})" if s["in_flight"] is not None and "default" in row.approach.name else ""
-    return (
-        f"{row.approach.name}{k}: {s['judged']} judged in {s['wall_s']:.0f} s, {_fmt(s['candidates_per_gpu_minute'], '.1f')} "
-        f"per GPU-minute ({_vs_kernelbench(s, document)} KernelBench's), GPU busy "
-        f"{_fmt(s['busy_fraction'] and s['busy_fraction'] * 100, '.0f', ' %')}, warm median "
-        f"{_fmt(s['warm_median_s'], '.2f', ' s')}, verdicts {verdicts}"
-        + (
-            f", exclusive {s['exclusive_windows']}, {s['retimed_windows']} retimed"
-            + ", holds waited {drain_s:.1f} s for steps, {pause_s:.1f} s for pauses, {settle_s:.1f} s to settle".format(
-                **s["hold_waits_s"]
-            )
-            if s["exclusive_windows"]
-            else ""
-        )
-        + config_cost_line(s["config_costs"])
-        + build_line(s.get("extension_builds") or [])
-        + (
-            f"; the child's start took {s['child_start_s']:.1f} s, its exit {_fmt(s['child_exit_s'], '.1f', ' s')}"
-            if s.get("child_start_s") is not None
-            else ""
-        )
-        + (f" ({row.approach.note})" if row.approach.note else "")
-    )
-
-
-def config_cost_line(costs: dict[str, Any]) -> str:
-    """What timing one config cost (issue 21's target: at most 0.3 s for a config under 1 ms)."""
-    if not costs.get("steps"):
-        return ""
-    parts = ", ".join(
-        f"{label} {_fmt(costs.get(key), '.2f', ' s')}"
-        for label, key in (("warm-up", "warmup_s"), ("sampling", "sampling_s"), ("records", "records_s"))
-    )
-    return f"; timing a config took {_fmt(costs['step_s'], '.2f', ' s')} (median of {costs['steps']}; measurement: {parts})"
-
-
-def disagreements(rows: list[Row], batch: list[Candidate]) -> list[str]:
-    """Session rows whose verdict on a candidate differs from K = 1's: being in flight changed a verdict."""
-    sessions = [row for row in rows if row.approach.name.startswith("session")]
-    if len(sessions) < 2:
-        return []
-    first, found = sessions[0].approach.results, []
-    for row in sessions[1:]:
-        for candidate in batch:
-            one, other = first[candidate.name].status, row.approach.results[candidate.name].status
-            if one not in UNJUDGED and other not in UNJUDGED and one != other:
-                found.append(f"{row.approach.name}: {candidate.name} {other}, K=1 said {one}")
-    return found
-
-
-def print_table(rows: list[Row], document: dict[str, Any]) -> None:
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else WIDE_COLUMNS)
-    table = Table(title=f"Stream throughput on {document['versions']['device']}", show_edge=False)
-    columns = ("row", "judged", "wall s", "per GPU-min", "vs KernelBench", "GPU busy", "warm median s")
-    columns += ("wall s/candidate", "verdicts")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("row", "verdicts") else "right")
-    for row in rows:
-        s = document["rows"][row.approach.name]
-        verdicts = "expected" if not s["unexpected"] else f"{len(s['unexpected'])} unexpected"
-        busy = s["busy_fraction"] and s["busy_fraction"] * 100
-        cells = [row.approach.name, str(s["judged"]), _fmt(s["wall_s"], ".0f")]
-        cells += [_fmt(s["candidates_per_gpu_minute"], ".1f"), _vs_kernelbench(s, document)]
-        cells += [
-            _fmt(busy, ".0f", "%"),
-            _fmt(s["warm_median_s"], ".2f"),
-            _fmt(s["wall_per_candidate_s"], ".2f"),
-        ]
-        table.add_row(*cells, verdicts)
-    out.print(table)
-    for line in document["lines"]:
-        out.print(line)
-
-
-def interference_line(found: dict[str, Any]) -> str:
-    """The interference check's outcome in one line."""
-    notes = "; ".join(found.get("notes", []))
-    if found.get("worst_pct") is None:
-        return f"interference check: not measured ({notes or 'no times'})"
-    k = "default" if found["k"] is None else found["k"]
-    deltas = ", ".join(f"{d:+.2f} %" for d in found["delta_pct"])
-    verdict = "PASS" if found["passed"] else "FAIL"
-    note = f" ({notes})" if notes else ""
-    return (
-        f"interference check (K={k}): {verdict}, honest kernel in flight vs alone per config {deltas} "
-        f"(limit ±{INTERFERENCE_LIMIT_PCT:.0f} %){note}"
-    )
+def stream_batch(
+    args: argparse.Namespace, runner: Runner, kind: str
+) -> tuple[Path, dict[str, str], list[Candidate]]:
+    """A stream's folder, expected verdicts and candidates: --candidates DIR's, else the kind's, written
+    into the run's folder (stream_variants.py, stream_nobuild.py)."""
+    tasks = tuple(args.tasks.split(",")) if args.tasks else None
+    if args.candidates is not None:  # a stream of the user's own, listed in its EXPECTED.json
+        folder = args.candidates.resolve()
+        expected = json.loads((folder / "EXPECTED.json").read_text())
+        expected = {n: s for n, s in expected.items() if tasks is None or str(Path(n).parent) in tasks}
+    else:
+        folder = runner.workdir / f"stream-{kind}"
+        expected = write_kind(folder, kind, tasks, args.stream_per_task)
+    batch = [
+        Candidate(name, folder / name, str(Path(name).parent), status, kind_of((folder / name).read_text()))
+        for name, status in expected.items()
+    ]
+    return folder, expected, batch
 
 
 def run_stream(args: argparse.Namespace, runner: Runner, document: dict[str, Any]) -> int:
-    """Stream mode's steps; the document gets every number. Exit code 1 when a session's verdict is not
-    the expected one or differs between K values."""
-    tasks = tuple(args.tasks.split(",")) if args.tasks else None
-    if args.candidates is not None:  # a stream of the user's own, listed in its EXPECTED.json
-        args.stream_dir = args.candidates.resolve()
-        expected = json.loads((args.stream_dir / "EXPECTED.json").read_text())
-        expected = {n: s for n, s in expected.items() if tasks is None or str(Path(n).parent) in tasks}
-    else:
-        args.stream_dir = runner.workdir / "stream"
-        expected = write_stream(args.stream_dir, *((tasks,) if tasks else ()), per_task=args.stream_per_task)
-    batch = [
-        Candidate(
-            name,
-            args.stream_dir / name,
-            str(Path(name).parent),
-            status,
-            kind_of((args.stream_dir / name).read_text()),
-        )
-        for name, status in expected.items()
-    ]
+    """Stream mode's steps, for each kind of stream asked for (--stream-kind); the document gets every
+    number. Exit code 1 when a session's verdict is not the expected one or differs between K values."""
     supported = in_flight_supported()
     notes = document["notes"]
     if not supported:
         notes.append(f"in-flight rows and the interference check at K=1 only: {NO_IN_FLIGHT}")
-    steps: list[tuple[str, Callable[[float], Any]]] = []
-    if args.kernelbench is not None and args.device == "cuda":
-        steps.append(("kernelbench", lambda share: run_kernelbench_row(runner, batch, share)))
-    else:
+    kinds = args.stream_kinds
+    streams = {kind: stream_batch(args, runner, kind) for kind in kinds}
+    steps: list[tuple[str, str, Callable[[float], Any]]] = []
+    with_kernelbench = args.kernelbench is not None and args.device == "cuda"
+    if not with_kernelbench:
         notes.append("kernelbench left out: it needs --kernelbench DIR and a CUDA GPU")
-    for name, k in session_rows(args.in_flight, supported):
-        steps.append(
-            ("session", lambda share, name=name, k=k: run_session_row(runner, name, k, batch, share))
-        )
+    for kind, (folder, _, batch) in streams.items():
+        prefix = f"{kind} " if len(kinds) > 1 else ""
+        if with_kernelbench:
+            steps.append(
+                (
+                    "kernelbench",
+                    kind,
+                    lambda share, b=batch, n=prefix + "kernelbench": run_kernelbench_row(runner, b, share, n),
+                )
+            )
+        for name, k in session_rows(args.in_flight, supported, args.session_rows):
+            steps.append(
+                (
+                    "session",
+                    kind,
+                    lambda share, n=prefix + name, k=k, b=batch, f=folder: run_session_row(
+                        runner, n, k, b, share, f
+                    ),
+                )
+            )
     if not args.no_interference:
+        folder, _, batch = streams[kinds[0]]
         k = args.in_flight if supported else None
-        steps.append(("interference", lambda share, k=k: run_interference(runner, batch, k, share)))
-    rows: list[Row] = []
-    document["rows"], kernelbench_rate = {}, None
-    console.print(f"[stream] {len(batch)} variants of {', '.join(sorted({c.task for c in batch}))}")
-    for index, (kind, step) in enumerate(steps):
-        weights = [ROW_WEIGHTS[k] for k, _ in steps[index:]]
-        share = max(runner.left(), 0.0) * ROW_WEIGHTS[kind] / sum(weights)
+        steps.append(
+            (
+                "interference",
+                kinds[0],
+                lambda share, k=k, b=batch, f=folder: run_interference(runner, b, k, share, f),
+            )
+        )
+    rows: dict[str, list[Row]] = {kind: [] for kind in kinds}
+    document["rows"], rates, steady_rates = {}, dict.fromkeys(kinds), dict.fromkeys(kinds)
+    for kind, (_, _, batch) in streams.items():
+        console.print(
+            f"[stream] {kind}: {len(batch)} variants of {', '.join(sorted({c.task for c in batch}))}"
+        )
+    for index, (step_kind, kind, step) in enumerate(steps):
+        weights = [args.row_weights[k] for k, _, _ in steps[index:]]
+        share = max(runner.left(), 0.0) * args.row_weights[step_kind] / sum(weights)
         found = step(share)
-        if kind == "interference":
+        if step_kind == "interference":
             document["interference"] = found
             print(interference_line(found), flush=True)
             continue
-        rows.append(found)
-        document["rows"][found.approach.name] = found.summary(batch, kernelbench_rate)
-        document["rows"][found.approach.name]["results"] = {
-            n: asdict(r) for n, r in found.approach.results.items()
-        }
-        if found.approach.name == "kernelbench":
-            kernelbench_rate = document["rows"]["kernelbench"]["candidates_per_gpu_minute"]
-            if (partial := partial_note(document["rows"]["kernelbench"]["judged"], len(batch))) is not None:
-                document["kernelbench_partial"] = partial
+        batch = streams[kind][2]
+        rows[kind].append(found)
+        summary = document["rows"][found.approach.name] = found.summary(
+            batch, rates[kind], steady_rates[kind]
+        )
+        summary["stream"] = kind
+        summary["results"] = {n: asdict(r) for n, r in found.approach.results.items()}
+        if step_kind == "kernelbench":
+            rates[kind], steady_rates[kind] = (
+                summary["candidates_per_gpu_minute"],
+                summary["steady"]["per_minute"],
+            )
+            if (partial := partial_note(summary["judged"], len(batch))) is not None:
+                document.setdefault("kernelbench_partial_of", {})[kind] = partial
+                if len(kinds) == 1:
+                    document["kernelbench_partial"] = partial
+        summary["kernelbench_partial"] = kind in document.get("kernelbench_partial_of", {})
         print(row_line(found, document), flush=True)
-    sessions = [r for r in rows if r.approach.name.startswith("session")]
-    errors = [
-        f"{r.approach.name}: {n} expected {expected[n]}, judged {r.approach.results[n].status}"
-        for r in sessions
-        for n in document["rows"][r.approach.name]["unexpected"]
-    ]
-    errors += disagreements(rows, batch)
+        if found.approach.name.endswith("K=default") and summary.get("wall_s_by_phase"):
+            print_wall_table(found.approach.name, summary)
+    errors = []
+    for kind, (_, expected, batch) in streams.items():
+        sessions = [r for r in rows[kind] if "session" in r.approach.name]
+        errors += [
+            f"{r.approach.name}: {n} expected {expected[n]}, judged {r.approach.results[n].status}"
+            for r in sessions
+            for n in document["rows"][r.approach.name]["unexpected"]
+        ]
+        errors += disagreements(rows[kind], batch)
     document["judge_errors"] = errors
     document["lines"] = [
         *([interference_line(document["interference"])] if "interference" in document else []),
-        *([document["kernelbench_partial"]] if "kernelbench_partial" in document else []),
+        *document.get("kernelbench_partial_of", {}).values(),
         "warm median: each candidate's own time from its start to its verdict, the first of each task left out;",
-        "wall s/candidate: the row's wall time over the candidates it judged (what throughput pays).",
+        "wall s/candidate: the row's wall time over the candidates it judged (what throughput pays);",
+        STEADY_MEANING,
+        BOUND_MEANING,
         *(f"note: {n}" for n in notes),
         *(f"JUDGE ERROR {e}" for e in errors),
     ]
-    print_table(rows, document)
+    print_table([row for kind in kinds for row in rows[kind]], document)
     return 1 if errors else 0

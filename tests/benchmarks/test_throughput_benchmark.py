@@ -39,6 +39,8 @@ def scripts() -> Iterator[SimpleNamespace]:
             kernelbench=importlib.import_module("kernelbench_evaluator"),
             variants=importlib.import_module("stream_variants"),
             stream=importlib.import_module("throughput_stream"),
+            stream_report=importlib.import_module("stream_report"),
+            interference=importlib.import_module("stream_interference"),
         )
     finally:
         sys.path.remove(str(BENCHMARKS))
@@ -299,7 +301,7 @@ def test_stream_rows_compare_with_kernelbench_and_with_each_other(scripts: Simpl
     assert summary["warm_median_s"] == 1.5, "the first of the task is left out"
     assert summary["wall_per_candidate_s"] == 5.0 and summary["unexpected"] == []
     assert four.summary(batch, rate)["unexpected"] == ["level1/relu/b.py"]
-    assert stream.disagreements([kernelbench, one, four], batch) == [
+    assert scripts.stream_report.disagreements([kernelbench, one, four], batch) == [
         "session K=4: level1/relu/b.py correct, K=1 said incorrect"
     ]
     assert stream.session_rows(4, True) == [
@@ -309,16 +311,16 @@ def test_stream_rows_compare_with_kernelbench_and_with_each_other(scripts: Simpl
     ]
     assert stream.session_rows(4, False) == [("session K=1", 1)]
     # KernelBench reached 2 of the 3: every ratio to its rate is marked, and the note says why.
-    note = stream.partial_note(2, len(batch))
+    note = scripts.stream_report.partial_note(2, len(batch))
     assert note is not None and "judged 2 of the stream's 3 candidates" in note
-    assert stream.partial_note(3, len(batch)) is None
+    assert scripts.stream_report.partial_note(3, len(batch)) is None
     document = {"rows": {"session K=1": summary}, "kernelbench_partial": note}
-    assert "(6.00x* KernelBench's)" in stream.row_line(one, document)
-    assert "(6.00x KernelBench's)" in stream.row_line(one, {"rows": {"session K=1": summary}})
+    assert "(6.00x* KernelBench's)" in scripts.stream_report.row_line(one, document)
+    assert "(6.00x KernelBench's)" in scripts.stream_report.row_line(one, {"rows": {"session K=1": summary}})
 
 
 def test_the_interference_check_compares_times_config_by_config(scripts: SimpleNamespace) -> None:
-    stream = scripts.stream
+    stream = scripts.interference
     alone = [{"times_ms": [0.010, 1.00]}, {"times_ms": [0.011, 1.02]}]
     calm = [{"times_ms": [0.0105, 1.01]}, {"times_ms": [0.0106, 1.02]}]
     found = stream.compare_times(alone, calm)
@@ -443,7 +445,7 @@ def test_the_interference_child_times_the_honest_kernel_alone_and_in_flight(
     assert all(e["status"] == "correct" and e["times_ms"] and all(e["times_ms"]) for e in honest), [
         (e["status"], e["times_ms"], e.get("reason")) for e in honest
     ]
-    found = importlib.import_module("throughput_stream").compare_times(honest[:2], honest[2:])
+    found = importlib.import_module("stream_interference").compare_times(honest[:2], honest[2:])
     assert len(found["delta_pct"]) == len(honest[0]["times_ms"])
 
 
@@ -476,6 +478,6 @@ def test_a_stream_row_says_how_long_its_extension_builds_took(
     ]
     stream_children._extension_builds(lambda **event: events.append(event), None, "t", [extension])
     assert len(events) == 1, "a checkout without builds ahead reports none"
-    line = scripts.stream.build_line([events[0], {**events[0], "seconds": 3.0, "ok": False}])
+    line = scripts.stream_report.build_line([events[0], {**events[0], "seconds": 3.0, "ok": False}])
     assert "extension builds ahead took 47.5 s, 3.0 s (failed)" in line
-    assert scripts.stream.build_line([]) == ""
+    assert scripts.stream_report.build_line([]) == ""

@@ -42,6 +42,7 @@ from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.screen import screen
+from cudasmith.harness.startup import StartClock
 from cudasmith.harness.stream import Submissions, in_order, judge_as_done
 from cudasmith.harness.timed import time_ahead, time_candidate
 from cudasmith.harness.verdict import ConfigResult, Failure, SkippedConfig, Verdict
@@ -89,6 +90,7 @@ class Judge:
         """A problem (or `task=` a built-in task's name, or a problem file's path); options, or keyword
         overrides of EvalOptions' fields (`device="cpu"`); `candidates`: how many solutions will be judged,
         when known (no worker is started beyond them)."""
+        self.startup = StartClock()  # where the session's start goes (startup.py)
         self.problem = problem = resolve_problem(task, problem)
         base = options or EvalOptions(device=overrides.pop("device", None) or default_device())
         self.options = options = replace(base, **overrides)
@@ -112,6 +114,7 @@ class Judge:
         # Beside another session on a GPU, the trusted workers touch the device only in a step (below).
         later = beside_others and options.on_gpu
         self.oracle = Oracle(self._start_reference(), self.lease, configs, load=not later)
+        self.startup.mark("reference worker spawned")
         self._started = False
         self.device_name = options.device
         self.selected: list[tuple[int, Config, bool]] = []
@@ -121,11 +124,13 @@ class Judge:
         gate = self.lease.prepares if options.on_gpu else None
         self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate)
         self.pool.top_up()
+        self.startup.mark("candidate workers spawned")
         names = options.baselines or default_baselines(options.device)
         self.baselines = SessionBaselines(self._start_reference, tuple(n for n in names if n != "expert" or problem.expert),
                                           self._identity())  # fmt: skip
         if options.timing and (candidates is None or candidates > 0):
             self.baselines.start(load=not later)  # its imports beside the first candidate's
+            self.startup.mark("baseline worker spawned")
         self.judged = 0
         if beside_others:
             self._start_as_a_step()
@@ -177,10 +182,12 @@ class Judge:
             if not self._started:
                 self._finish_start()
                 self._started = True
+                self.startup.mark("session started")
 
     def _finish_start(self) -> None:
         self.progress("loading the problem", 0, 1)
         loaded = self.oracle.loaded()
+        self.startup.mark("problem loaded")
         self.device_name = loaded.device_name
         if self.options.on_gpu:
             launch = "graph" if self.options.graph else "queued"
@@ -231,6 +238,7 @@ class Judge:
                 verdict.wall_s = round(time.monotonic() - started, 3)
                 return verdict
         candidate = self.pool.take()
+        self.startup.mark("candidate's worker taken")
         with self._lock:
             self._in_use.add(candidate)
         self.pool.top_up()
@@ -254,6 +262,7 @@ class Judge:
                 self._in_use.discard(candidate)
                 self.judged += 1
         verdict.wall_s = round(time.monotonic() - started, 3)
+        self.startup.mark("verdict given")
         if verdict.correct:
             self.bar.raise_to(verdict.speedup)  # a confirmed speedup (a screened-only verdict has none)
         return verdict
@@ -269,6 +278,7 @@ class Judge:
         except WorkerFailure as failure:
             finish(verdict, [], Failure(failure.status, failure.reason, failure.rule))
             return
+        self.startup.mark("solution loaded")
         if isinstance(reply, Failed):
             verdict.artifacts["traceback"] = reply.traceback
             if reply.compile_log:
@@ -279,6 +289,7 @@ class Judge:
             i: ConfigResult(index=i, config=self._shown(i, c, h), hidden=h) for i, c, h in self.selected
         }
         correct = check_candidate(self.view, candidate, verdict, results)
+        self.startup.mark("solution checked")
         ordered = [results[i] for i, _, _ in self.selected]
         asked: list[int] = []  # the Finish request sent in the candidate's hold, if it was
         if correct and self.options.timing:
@@ -287,6 +298,7 @@ class Judge:
                 asked.append(candidate.ask_to_finish(FINISH_IN_HOLD_S))
 
             time_candidate(self.view, candidate, verdict, ordered, last)
+            self.startup.mark("solution timed")
         if all(r.status == Status.CORRECT for r in ordered):
             try:
                 candidate.finish(JUDGE_CALL_TIMEOUT_S, asked[0] if asked else None)
