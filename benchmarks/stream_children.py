@@ -207,6 +207,7 @@ def child_stream(args: argparse.Namespace, emit: Emit) -> None:
                 # As a search takes them: each verdict as soon as it is done, not in the order given.
                 for index, verdict in judged(judge, paths, ahead=ahead):
                     emit(**_candidate_event(names[index], verdict, round(time.perf_counter() - began, 3)))
+                    _tally(emit)  # so far: a row its budget cuts short still has its bound
                     done.add(index)
                 _mark(emit, began, task, "every verdict given; closing the session")
                 emit(

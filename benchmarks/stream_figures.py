@@ -151,6 +151,7 @@ def hold_parts(timings: list[dict[str, Any]]) -> dict[str, float | None]:
         "watch_s",
         "probe_s",
         "recheck_s",
+        "finish_s",
         "release_s",
     )
     found: dict[str, float | None] = {}

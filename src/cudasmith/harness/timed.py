@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from cudasmith.errors import HarnessError
 from cudasmith.harness.assemble import apply_baselines
@@ -93,7 +93,9 @@ def time_candidate(
                 break
         else:
             if all(result.status == Status.CORRECT for result in ordered):  # a screen may have failed
+                finishing = time.monotonic()
                 last()
+                verdict.timing.finish_s = time.monotonic() - finishing
     waited(verdict.timing, hold)
     verdict.timing.recheck_s += sum(entry.recheck_s for entry in timed)
     if view.oracle.peaks is not None:
@@ -218,17 +220,7 @@ def exclusivity(report: TimingReport, windows: list[Window], how: str) -> None:
     report.windows = len(windows)
     report.retimed_windows = sum(w.retimed for w in windows)
     report.exclusivity = how if not shared else f"shared: {', '.join(shared[0].others) or 'unknown'}"
-    for key in (
-        "drain_s",
-        "pause_s",
-        "settle_s",
-        "held_s",
-        "requests_s",
-        "watch_s",
-        "probe_s",
-        "recheck_s",
-        "release_s",
-    ):
+    for key in (item.name for item in fields(report) if item.name.endswith("_s")):  # seconds, rounded
         setattr(report, key, round(getattr(report, key), 3))
 
 

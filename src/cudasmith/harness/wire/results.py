@@ -211,12 +211,14 @@ class TimingReport:
     # released (held_s); the timed requests, baselines' and peaks' included, from sending each to its
     # answer (requests_s: the exclusive time the verdict needed); listing the processes to watch (watch_s)
     # and asking the activity probe around each window (probe_s); comparing timed outputs with the
-    # reference (recheck_s); resuming the paused workers (release_s).
+    # reference (recheck_s); the candidate's last request, sent in its hold (finish_s); resuming the paused
+    # workers (release_s).
     held_s: float = 0.0
     requests_s: float = 0.0
     watch_s: float = 0.0
     probe_s: float = 0.0
     recheck_s: float = 0.0
+    finish_s: float = 0.0
     release_s: float = 0.0
 
     def to_dict(self) -> JsonObject:
