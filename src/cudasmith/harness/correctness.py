@@ -180,15 +180,13 @@ def label(index: int, config: Config, hidden: bool, problem: Problem) -> str:
     return f"config {index} {config}" if config else f"config {index}"
 
 
-def check_candidate(
-    view: SessionView, candidate: WorkerProcess, verdict: Verdict, results: dict[int, ConfigResult]
-) -> bool:
-    """Run the cascade; False (with the failure recorded in `results`) at the first failing step."""
+def session_cascade(view: SessionView) -> list[Step]:
+    """The cascade's steps under the session's options, as every candidate's checks take them."""
     problem, options = view.problem, view.options
     with_drawn = options.drawn_inputs and options.defences and not problem.has_validate
     with_parameters = options.drawn_parameters and options.defences
     fresh = options.defences and not options.timing  # timed calls are re-checked on such inputs otherwise
-    steps = cascade(
+    return cascade(
         view.selected,
         view.described,
         view.secret,
@@ -197,6 +195,27 @@ def check_candidate(
         with_parameters,
         fresh,
     )
+
+
+def first_pass(view: SessionView) -> list[tuple[InputSpec, str]]:
+    """The reference inputs of the cascade's first pass (one input set of every config, smallest first) as a
+    typical candidate's checks ask for them (module parameters drawn where the config has any), each with
+    its label: what a session may compute before its first candidate asks (session.py)."""
+    drawn = view.options.drawn_parameters and view.options.defences
+    found = []
+    for step in session_cascade(view)[: len(view.selected)]:
+        parameters = drawn and bool(view.described[step.index].parameter_bytes)
+        spec = replace(step.spec, parameters=parameters)
+        found.append((spec, label(step.index, step.spec.config, step.hidden, view.problem)))
+    return found
+
+
+def check_candidate(
+    view: SessionView, candidate: WorkerProcess, verdict: Verdict, results: dict[int, ConfigResult]
+) -> bool:
+    """Run the cascade; False (with the failure recorded in `results`) at the first failing step."""
+    problem, options = view.problem, view.options
+    steps = session_cascade(view)
     first_call, constructed, undrawn, called = True, set(), set(), set()
     lazy = lazy_build(Path(verdict.solution).read_text(errors="replace"))
     for number, step in enumerate(steps):

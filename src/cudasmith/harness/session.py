@@ -35,7 +35,7 @@ from cudasmith.errors import CudasmithError, UsageError
 from cudasmith.harness.assemble import finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.confirm import ConfirmBar
-from cudasmith.harness.correctness import check_candidate, select_configs
+from cudasmith.harness.correctness import check_candidate, first_pass, select_configs
 from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import lease_for
 from cudasmith.harness.options import EvalOptions, Progress
@@ -134,6 +134,8 @@ class Judge:
         self.judged = 0
         if beside_others:
             self._start_as_a_step()
+        elif options.on_gpu and candidates != 0:
+            threading.Thread(target=self._references_ahead, name="cudasmith-references", daemon=True).start()
 
     # -- workers -------------------------------------------------------------------------------
 
@@ -174,6 +176,19 @@ class Judge:
                 self.oracle.send_load()
                 self.baselines.ready()  # asks for its load first, if it has not yet
                 self._start()
+
+    def _references_ahead(self) -> None:
+        """Finish the start and compute the cascade's first pass of reference outputs now, while the first
+        candidate's worker starts and its solution imports, with the judge's worker otherwise idle: the
+        first candidate's checks then find them made. The same session, secret and inputs as its checks
+        would ask for (a guess at drawn parameters that misses costs one more reference, nothing else); a
+        failure is left to the candidates' verdicts to report."""
+        with contextlib.suppress(CudasmithError):
+            self.oracle.loaded()  # waited for outside the session's lock, which close() takes
+            self._start()
+            for spec, name in first_pass(self.view):
+                self.oracle.reference(spec, name)
+            self.startup.mark("first references made ahead")
 
     def _start(self) -> None:
         """Finish starting the session (once, whichever candidate asks first): the problem loaded and
