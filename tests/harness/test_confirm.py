@@ -17,7 +17,7 @@ from cudasmith.harness.wire.results import Timing
 from cudasmith.harness.wire.status import Status
 from cudasmith.timing.protocol import SCREEN_MARGIN, TimingPlan, screen_plan
 
-from conftest import PROBLEMS, SOLUTIONS
+from conftest import PROBLEMS, ROOT, SOLUTIONS
 
 MARGIN = 0.1
 
@@ -147,3 +147,21 @@ def test_a_confirmed_candidate_gets_the_full_protocol_and_raises_the_bar(
     phases = verdict.configs[0].timing.phases_s if verdict.configs[0].timing else {}
     assert {"warmup", "sampling", "inputs", "export", "request", "recheck"} <= set(phases)
     assert verdict.timing is not None and verdict.timing.requests_s > 0 and verdict.timing.held_s > 0
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_one_block_kernel_is_screened_out_and_a_full_grid_one_is_timed_when_confirmed() -> None:
+    """The screen's short plan on the GPU's sampler (CUPTI spans read at its first checkpoint): a kernel of one
+    block of threads over 50 million elements is far slower than eager PyTorch and is not confirmed; the
+    full-grid one is screened, and its verdict has a time exactly when the screen confirmed it."""
+    kernels = ROOT / "benchmarks" / "optimize_gpu_kernels"
+    options = EvalOptions(
+        device="cuda", seeds_per_config=1, baselines=("eager",), confirm_margin=SCREEN_MARGIN
+    )
+    with Judge(task="level1/vector_add", options=options, candidates=2) as judge:
+        slow, fast = judge.judge_many([kernels / "one_block.py", kernels / "full_grid.py"])
+    assert slow.status == Status.CORRECT and slow.screened_only and "not confirmed" in slow.reason
+    assert all(c.screened_ms and c.time_ms is None for c in slow.configs)
+    assert fast.status == Status.CORRECT and fast.screen is not None
+    assert all(c.screened_ms for c in fast.configs)
+    assert (fast.speedup is not None) == fast.screen.confirmed

@@ -14,7 +14,7 @@ from cudasmith.harness.session import Judge
 from cudasmith.harness.wire.messages import InputSpec
 from cudasmith.harness.wire.status import Status
 
-from conftest import PROBLEMS, SOLUTIONS
+from conftest import PROBLEMS, ROOT, SOLUTIONS
 
 QUICK = EvalOptions(device="cpu", seeds_per_config=1, timing=False)
 
@@ -47,3 +47,15 @@ def test_the_references_made_ahead_are_those_the_first_candidate_asks_for(
     assert ahead and "first references made ahead" in marks
     checked = asked[len(ahead) :]
     assert ahead == checked[: len(ahead)], "the candidate's first pass asks for exactly what was made ahead"
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_session_makes_its_first_references_ahead_by_itself() -> None:
+    kernel = ROOT / "benchmarks" / "optimize_gpu_kernels" / "full_grid.py"
+    with Judge(
+        task="level1/vector_add", options=EvalOptions(device="cuda", baselines=("eager",)), candidates=1
+    ) as judge:
+        verdict = judge.judge(kernel)
+        marks = judge.startup.marks()
+    assert verdict.status == Status.CORRECT
+    assert "first references made ahead" in marks, marks
