@@ -52,7 +52,7 @@ def _kind_by_name(name: str) -> str:
     )
 
 
-def activity_kind(event: object) -> str:
+def activity_kind(event: _KinetoEvent) -> str:
     """Kineto's activity type ('kernel', 'gpu_memcpy', 'cpu_op', …); older torch lacks the method, and
     then GPU work is told apart by the names Kineto gives copies and memsets."""
     if _event_activity_type is not None:
@@ -62,7 +62,7 @@ def activity_kind(event: object) -> str:
     return _kind_by_name(event_name(event))
 
 
-def gpu_work(events: Iterable[object]) -> list[Activity]:
+def gpu_work(events: Iterable[_KinetoEvent]) -> list[Activity]:
     """The work among Kineto's events: what ran on the GPU, less waits, annotations, bookkeeping and
     synchronisations. Each accessor is called once per event, and only the device type for the host's
     events (the runtime calls, most of the records): a timed config reads thousands at each checkpoint."""

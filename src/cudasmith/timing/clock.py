@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,7 +39,8 @@ Event = torch.cuda.Event
 event_record = torch.cuda.Event.record
 event_elapsed_ms = torch.cuda.Event.elapsed_time
 # cudaDeviceSynchronize: waits for the work of every stream of the device, not just the current one.
-cuda_synchronize = getattr(torch._C, "_cuda_synchronize", None)
+# None in a torch built without CUDA, where only the GPU paths call it, and those are never taken.
+cuda_synchronize: Callable[[], None] = getattr(torch._C, "_cuda_synchronize", None)  # type: ignore[assignment]
 current_stream = torch.cuda.current_stream
 CUDAGraph = torch.cuda.CUDAGraph
 graph_capture = torch.cuda.graph

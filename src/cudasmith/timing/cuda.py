@@ -330,7 +330,7 @@ def _judge_on_spans(
 def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks: CallHooks) -> Measurement:
     """The GPU side of timing.measure()."""
     begun = clock.perf_counter()
-    kit = tools(torch.cuda.current_device())
+    kit: _Tools | str | None = tools(torch.cuda.current_device())
     warnings: list[str] = []
     if isinstance(kit, str):
         warnings.append(f"no blocking kernel or L2 flush kernel ({kit}): calls timed unqueued")
