@@ -61,7 +61,7 @@ def pack_argument(param: Param | None, value: Any, index: int, device_type: str)
         )
     if param.type_name in HALF_TYPES:
         bits = torch.tensor(float(value), dtype=getattr(torch, HALF_TYPES[param.type_name]))
-        return ctypes.c_uint16(bits.view(torch.int16).item() & 0xFFFF)
+        return ctypes.c_uint16(int(bits.view(torch.int16).item()) & 0xFFFF)
     ctype = param.scalar_ctype
     if ctype is None:
         raise TypeError(

@@ -84,7 +84,9 @@ class Param:
 
 
 def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
     for char in text:
         if char in "(<[":
             depth += 1
