@@ -8,6 +8,7 @@ CPU); vector rates from kernels of independent fused multiply-adds (NVRTC on the
 from __future__ import annotations
 
 import ctypes
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -139,9 +140,7 @@ def _matrix(device: str, sizes: dict[str, int]) -> dict[str, float]:
         out = torch.empty(n, n, device=device, dtype=dtype)
         torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
         try:
-            rates[name] = (
-                2 * n**3 / _median_ms(lambda a=a, b=b, out=out: torch.mm(a, b, out=out), device) / 1e9
-            )
+            rates[name] = 2 * n**3 / _median_ms(functools.partial(torch.mm, a, b, out=out), device) / 1e9
         finally:
             torch.backends.cuda.matmul.allow_tf32 = previous
         del a, b, out
@@ -169,7 +168,7 @@ def _gpu_vector() -> dict[str, float]:
 
 
 def _cpu_vector() -> dict[str, float]:
-    rates = {}
+    rates: dict[str, float] = {}
     threads = torch.zeros(1, dtype=torch.int32)
     iterations = ctypes.c_long(CPU_FMA_ITERATIONS)
     for name, dtype in CPU_FMA_DTYPES.items():
@@ -178,7 +177,7 @@ def _cpu_vector() -> dict[str, float]:
         except CudasmithError:  # no C compiler: the CPU's vector rate stays unmeasured
             return rates
         out = torch.zeros(1, dtype=dtype)
-        median_ms = _median_ms(lambda f=function, o=out: f(o, iterations, threads), "cpu")
+        median_ms = _median_ms(functools.partial(function, out, iterations, threads), "cpu")
         flops = 2 * CPU_FMA_LANES * CPU_FMA_ITERATIONS * int(threads.item())
         rates[name] = flops / median_ms / 1e9
     return rates
