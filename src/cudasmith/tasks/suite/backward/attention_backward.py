@@ -35,7 +35,7 @@ class Model(nn.Module):
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, grad_output: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, ...]:
         with torch.enable_grad():
             q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
             return torch.autograd.grad(self.attention(q, k, v), (q, k, v), grad_output)

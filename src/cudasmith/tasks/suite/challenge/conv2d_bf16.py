@@ -22,7 +22,8 @@ class Model(nn.Module):
     def __init__(self, channels: int, out_channels: int) -> None:
         super().__init__()
         conv = nn.Conv2d(channels, out_channels, 3, padding=1)
-        self.conv = conv.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
+        # torch's stubs of Module.to lack the memory_format keyword that Module.to takes.
+        self.conv = conv.to(dtype=torch.bfloat16, memory_format=torch.channels_last)  # type: ignore[call-overload]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.conv(x)

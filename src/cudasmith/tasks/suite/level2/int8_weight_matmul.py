@@ -19,6 +19,10 @@ HIDDEN_CONFIGS = [{"tokens": range(2, 5), "in_features": 1536, "out_features": 4
 
 
 class Model(nn.Module):
+    # Buffers (register_buffer below), declared so that readers and type checkers see tensors.
+    weight: torch.Tensor
+    scale: torch.Tensor
+
     def __init__(self, in_features: int, out_features: int) -> None:
         super().__init__()
         weight = (torch.randn(out_features, in_features) * 42.0).round().clamp(-127, 127)

@@ -23,6 +23,10 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class Model(nn.Module):
+    # Buffers (register_buffer below), declared so that readers and type checkers see tensors.
+    cos: torch.Tensor
+    sin: torch.Tensor
+
     def __init__(self, head_dim: int, max_positions: int, base: float = 500000.0) -> None:
         super().__init__()
         inv_freq = base ** -(torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)

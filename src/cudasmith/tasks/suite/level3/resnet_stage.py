@@ -40,7 +40,7 @@ class Bottleneck(nn.Module):
             nn.Conv2d(width, out, 1, bias=False),
             _batch_norm(out),
         )
-        self.shortcut = nn.Identity()
+        self.shortcut: nn.Module = nn.Identity()
         if stride != 1 or channels != out:
             self.shortcut = nn.Sequential(
                 nn.Conv2d(channels, out, 1, stride=stride, bias=False), _batch_norm(out)
