@@ -83,7 +83,7 @@ def _read(kind: Any, value: Any, where: str) -> Any:
             raise MalformedMessage(f"{where}: an object was expected, not {type(value).__name__}")
         item = typing.get_args(kind)[1]
         return {key: _read(item, entry, f"{where}.{key}") for key, entry in value.items()}
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return _read_dataclass(kind, value, where)
     return _read_plain(kind, value, where)
 

@@ -411,7 +411,7 @@ def request_header(request: Request, request_id: int) -> JsonObject:
 
 def read_request(header: Any) -> Request:
     """The request a header holds (MalformedMessage for an unknown op or wrong fields)."""
-    kind = REQUESTS.get(header.get("op")) if isinstance(header, dict) else None
+    kind = REQUESTS.get(header.get("op", "")) if isinstance(header, dict) else None
     if kind is None:
         raise MalformedMessage(
             f"unknown request {header.get('op') if isinstance(header, dict) else header!r}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from functools import cache
 from multiprocessing import BufferTooShort
 from multiprocessing.connection import Connection
@@ -63,7 +64,7 @@ def tensor_spec(tensor: torch.Tensor) -> JsonObject:
     return {"dtype": dtype_name(tensor.dtype), "shape": list(tensor.shape)}
 
 
-def send(conn: Connection, header: JsonObject, tensors: list[torch.Tensor] = ()) -> None:
+def send(conn: Connection, header: JsonObject, tensors: Sequence[torch.Tensor] = ()) -> None:
     """Send one message; tensors may live on any device (they are copied to host memory first)."""
     import torch
 
@@ -72,7 +73,8 @@ def send(conn: Connection, header: JsonObject, tensors: list[torch.Tensor] = ())
     for tensor in tensors:
         host = tensor.detach().to("cpu").contiguous()
         specs.append(tensor_spec(host))
-        payloads.append(host.reshape(-1).view(torch.uint8).numpy() if host.numel() else b"")
+        # The array's buffer, not a copy of it (.data: a memoryview, a buffer to every Python's stubs).
+        payloads.append(host.reshape(-1).view(torch.uint8).numpy().data if host.numel() else b"")
     conn.send_bytes(json.dumps({**header, "tensors": specs}).encode())
     for payload in payloads:
         conn.send_bytes(payload)

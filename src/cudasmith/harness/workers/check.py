@@ -162,6 +162,7 @@ def compare(
     max_abs = float(diff.max())
     allowed = truth_f.abs().mul_(tolerance["rtol"]).add_(tolerance["atol"] * rms)
     if zero_answer:
+        assert scale is not None  # zero_answer says so
         allowed.clamp_(min=tolerance["rtol"] * scale)
     torch.maximum(allowed, own_err.mul_(CALIBRATION_FACTOR), out=allowed)
     norm_allowed = max(tolerance["norm"], CALIBRATION_FACTOR * own_rel_err)

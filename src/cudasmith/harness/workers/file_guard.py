@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 from cudasmith.harness.walls.confinement import PROC, Policy, device_nodes, own_proc_entry
@@ -61,7 +61,7 @@ def install(policy: Policy, is_candidate: Callable[[CodeType], bool]) -> Callabl
     busy = [False]
 
     def candidate_on_stack() -> bool:
-        frame = getframe(2)
+        frame: FrameType | None = getframe(2)
         while frame is not None:
             if is_candidate(frame.f_code):
                 return True

@@ -204,13 +204,13 @@ def _watched() -> list[Watched]:
         with contextlib.suppress(ImportError):
             watched.append(Watched(name, importlib.import_module(name), whole=False))
     for name in WATCHED_IF_LOADED:
-        if isinstance(module := sys.modules.get(name), ModuleType):
-            watched.append(Watched(name, module, whole=False))
-    for module, attribute in WATCHED_CLASSES:
+        if isinstance(loaded := sys.modules.get(name), ModuleType):
+            watched.append(Watched(name, loaded, whole=False))
+    for module_name, attribute in WATCHED_CLASSES:
         with contextlib.suppress(ImportError, AttributeError):
-            cls = getattr(importlib.import_module(module), attribute)
+            cls = getattr(importlib.import_module(module_name), attribute)
             for base in cls.__mro__[:-1]:  # object is immutable
-                watched.append(Watched(f"{module}.{base.__name__}", base, whole=True))
+                watched.append(Watched(f"{module_name}.{base.__name__}", base, whole=True))
     return watched
 
 
@@ -272,7 +272,7 @@ class Snapshot:
         self.watched = _watched()
         self._modules: dict[str, Any] = sys.modules
         # The registry itself, held by the judge: a check reads its keys and calls nothing the candidate made.
-        self._active: dict[Any, Any] = threading._active
+        self._active: dict[Any, Any] = threading._active  # type: ignore[attr-defined]  # private: not in typeshed
         self._running_python = sys._current_frames
         self.threads = self._thread_idents()
         self.signals = {number: signal.getsignal(number) for number in signal.valid_signals()}
