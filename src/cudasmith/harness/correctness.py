@@ -14,6 +14,7 @@ after the call.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -99,8 +100,8 @@ class Step:
 
 
 def cascade(
-    selected: list[tuple[int, Config, bool]],
-    descriptions: list[ConfigDescription],
+    selected: Sequence[tuple[int, Config, bool]],
+    descriptions: Sequence[ConfigDescription],
     secret: int,
     seeds_per_config: int,
     drawn: bool,
@@ -216,7 +217,8 @@ def check_candidate(
     """Run the cascade; False (with the failure recorded in `results`) at the first failing step."""
     problem, options = view.problem, view.options
     steps = session_cascade(view)
-    first_call, constructed, undrawn, called = True, set(), set(), set()
+    first_call, constructed, called = True, set(), set()
+    undrawn: set[int] = set()
     lazy = lazy_build(Path(verdict.solution).read_text(errors="replace"))
     for number, step in enumerate(steps):
         config = step.spec.config

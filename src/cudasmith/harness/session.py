@@ -224,7 +224,7 @@ class Judge:
 
     # -- judging -------------------------------------------------------------------------------
 
-    def _allowed_torch_ops(self) -> str | list[str]:
+    def _allowed_torch_ops(self) -> Literal["all"] | list[str]:
         if (
             "all" in (self.problem.allowed_torch_ops, self.options.allow_torch_ops)
             or self.options.rules == "kernelbench"

@@ -53,12 +53,12 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[d
 def task_details(problem: Problem, peaks: DevicePeaks | None = None) -> dict[str, Any]:
     """Everything `cudasmith show` prints: the listing row, tolerance, source and per-config figures."""
     torch_dtype = getattr(torch, problem.dtype or "float32", None)
-    floating = isinstance(torch_dtype, torch.dtype) and torch_dtype.is_floating_point
+    floating = torch_dtype if isinstance(torch_dtype, torch.dtype) and torch_dtype.is_floating_point else None
     return {
         **task_row(problem),
         "hidden": hidden_summary(problem),
         "path": str(problem.path),
-        "tolerance": tolerance_for(torch_dtype, problem.tolerance) if floating else None,
+        "tolerance": tolerance_for(floating, problem.tolerance) if floating is not None else None,
         "calibration_factor": CALIBRATION_FACTOR,
         "tolerance_overrides": problem.tolerance,
         "allowed_torch_ops": problem.allowed_torch_ops,

@@ -109,9 +109,9 @@ def time_candidate(
         result = entry.result
         if entry.reply is None or result.status != Status.CORRECT:
             break  # the failure is recorded on the result: timing it failed, or its re-check did
-        reply, window = entry.reply
+        measured, window = entry.reply
         own.append(window)
-        _record(verdict, result, reply, window, entry.baselines["eager"], entry.name)
+        _record(verdict, result, measured, window, entry.baselines["eager"], entry.name)
         _judge_side(result, window, entry.recheck_s)
         _compare_with_baselines(view, candidate, verdict, result, entry.baselines, configs[result.index])
         _no_speedup_from_shared(result, entry.baselines, window, entry.name, verdict)

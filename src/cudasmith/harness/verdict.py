@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -250,7 +251,7 @@ def overall_status(statuses: list[Status]) -> Status:
     return min(checked, key=PRECEDENCE.index) if checked else Status.CORRECT
 
 
-def geometric_mean(values: list[float]) -> float | None:
+def geometric_mean(values: Iterable[float | None]) -> float | None:
     """Geometric mean of positive values; None when there are none."""
     positive = [v for v in values if v and v > 0]
     if not positive:
