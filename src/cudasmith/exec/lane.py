@@ -131,6 +131,7 @@ class Lane:
             for old in idle:  # outside the lock: its workers' exits take a while
                 old.stack.close()
             if not idle:
+                assert entry is not None  # with nothing idle, the placeholder was made above
                 return self._open(job, entry)
 
     def _open(self, job: Job, entry: _Open) -> _Open:

@@ -140,9 +140,9 @@ class RayExecutor(Executor):
         if self._started_ray:
             ray.init(address=address, **RAY_INIT)
         on_gpu = device == "cuda"
-        available = int(ray.cluster_resources().get("GPU", 0)) if on_gpu else None
+        available = int(ray.cluster_resources().get("GPU", 0)) if on_gpu else 0
         count = lanes or (available if on_gpu else 1)
-        if on_gpu and (available or 0) < count:
+        if on_gpu and available < count:
             self._shutdown()
             raise UsageError(f"the Ray cluster has {available} GPUs; {count} lanes asked for")
         in_flight = in_flight or default_in_flight(device)
