@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -153,7 +154,7 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
-def split_usage(total: int | None, weights: list[int]) -> list[int | None]:
+def split_usage(total: int | None, weights: list[int]) -> Sequence[int | None]:
     """One call's token count shared out over its choices by weight; the shares add up to the total."""
     if total is None:
         return [None] * len(weights)
