@@ -285,8 +285,8 @@ class Driver:
         for event in store.events(run_id):
             key = event["key"].split("/", 1)[1]
             if event["kind"] == "proposal":
-                call = calls.get(key)
-                prompt = None if call is None else prompt_from_request(call.request)
+                asked = calls.get(key)
+                prompt = None if asked is None else prompt_from_request(asked.request)
                 proposal = Proposal.from_dict(event["data"], prompt)
                 self.proposals[key] = proposal
                 self.s.strategy.proposed(proposal)

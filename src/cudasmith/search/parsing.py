@@ -215,9 +215,9 @@ def parse_answer(text: str, parent: str | None = None, finish_reason: str | None
         return ParsedAnswer(
             None, f"no code defines class ModelNew (blocks: {languages}){_cut_off(finish_reason)}"
         )
-    code = _unfenced_python(text)
-    if code is not None:
-        code = _bind_sources(code, [b for b in blocks if b.is_source], notes)
+    unfenced = _unfenced_python(text)
+    if unfenced is not None:
+        code = _bind_sources(unfenced, [b for b in blocks if b.is_source], notes)
         return ParsedAnswer(
             code, "a solution file without code fences", "file", ["the code had no fences", *notes]
         )

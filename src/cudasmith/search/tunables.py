@@ -11,6 +11,7 @@ changes at a time, nearest values first, so a few trials cover every constant.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 # The module-level name that declares the tunables.
@@ -57,15 +58,15 @@ def declared_tunables(source: str) -> list[Tunable]:
             for key, value in zip(node.value.keys, node.value.values, strict=True):
                 name = _constant(key) if key is not None else None
                 if isinstance(name, str) and isinstance(value, (ast.List, ast.Tuple)):
-                    choices = [_constant(v) for v in value.elts]
-                    declared[name] = [c for c in choices if c is not None]
+                    constants = [_constant(v) for v in value.elts]
+                    declared[name] = [c for c in constants if c is not None]
         elif node.value.lineno == node.value.end_lineno:
             assignments[target.id] = node
     found = []
     for name, choices in declared.items():
-        node = assignments.get(name)
-        current = None if node is None else _constant(node.value)
-        if node is None or current is None:
+        assignment = assignments.get(name)
+        current = None if assignment is None else _constant(assignment.value)
+        if assignment is None or current is None:
             continue
         values = tuple(dict.fromkeys(c for c in choices if type(c) is type(current)))
         found.append(
@@ -73,9 +74,9 @@ def declared_tunables(source: str) -> list[Tunable]:
                 name,
                 current,
                 values,
-                node.value.lineno,
-                node.value.col_offset,
-                node.value.end_col_offset or 0,
+                assignment.value.lineno,
+                assignment.value.col_offset,
+                assignment.value.end_col_offset or 0,
             )
         )
     return found
@@ -102,7 +103,7 @@ def variants(source: str, trials: int) -> list[tuple[str, dict[str, Value]]]:
     constants taken in turn; with each, the values it set."""
     tunables = declared_tunables(source)
     per_constant = [
-        sorted((v for v in t.values if v != t.current), key=lambda v, t=t: _distance(t, v)) for t in tunables
+        sorted((v for v in t.values if v != t.current), key=functools.partial(_distance, t)) for t in tunables
     ]
     chosen: list[tuple[str, dict[str, Value]]] = []
     depth = 0
