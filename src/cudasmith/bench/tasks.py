@@ -21,7 +21,7 @@ def select_problems(level: str | None, names: list[str], kernelbench: Path | Non
     if level is None and not names:
         raise UsageError("choose the tasks: --level LEVEL, or --task NAME (repeatable)")
     if kernelbench is not None:
-        available = {p.name: p for p in load_problem_dir(kernelbench).problems}
+        available: dict[str, Problem | None] = {p.name: p for p in load_problem_dir(kernelbench).problems}
     else:
         available = {name: None for name in list_task_names()}
     chosen: dict[str, Problem | Path | None] = {}
