@@ -37,14 +37,14 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
-    from cudasmith.device import load_peaks, properties
+    from cudasmith.device import DevicePeaks, load_peaks, properties
     from cudasmith.device.speed_of_light import ensure_peaks
 
     device = command_device(device, judging=False)
     found = properties(device)
     if measure or remeasure:
         with working("measuring the device's speed of light…"):
-            peaks = ensure_peaks(device, remeasure=remeasure)
+            peaks: DevicePeaks | None = ensure_peaks(device, remeasure=remeasure)
     else:
         peaks = load_peaks(device)
     # Repeated measurements that disagree (a busy device) are used once, never cached.

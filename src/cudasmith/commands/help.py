@@ -24,7 +24,7 @@ def _plain(params: list[Any]) -> list[Any]:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
         if isinstance(param, TyperArgument):
-            param.display_type_rich = _no_type
+            param.display_type_rich = _no_type  # type: ignore[method-assign]  # this argument's only: Typer has no option for it
     return params
 
 

@@ -177,14 +177,8 @@ class JudgeFlags:
     def options(self) -> EvalOptions:
         """The judge's options, checked; the device resolved (without a GPU, one named or refused)."""
         from cudasmith.harness.baselines import parse_baselines
-        from cudasmith.harness.options import EvalOptions
+        from cudasmith.harness.options import FIRST_CALL_EXTRA_S, LOAD_TIMEOUT_S, EvalOptions
 
-        optional = {
-            "call_timeout_s": self.time_limit,
-            "load_timeout_s": self.load_time_limit,
-            "first_call_extra_s": self.first_call_extra,
-            "memory_limit_bytes": None if self.memory_limit is None else int(self.memory_limit * 2**30),
-        }
         options = EvalOptions(
             device=command_device(self.device, judging=True),
             seed=self.seed,
@@ -196,7 +190,10 @@ class JudgeFlags:
             baselines=parse_baselines(self.baselines) if self.baselines else None,
             l2_state=self.l2,
             graph=self.graph,
-            **{name: value for name, value in optional.items() if value is not None},
+            call_timeout_s=self.time_limit,
+            load_timeout_s=LOAD_TIMEOUT_S if self.load_time_limit is None else self.load_time_limit,
+            first_call_extra_s=FIRST_CALL_EXTRA_S if self.first_call_extra is None else self.first_call_extra,
+            memory_limit_bytes=None if self.memory_limit is None else int(self.memory_limit * 2**30),
         )
         options.validate()
         return options
