@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -12,7 +13,7 @@ from cudasmith.device.launch_cost import LaunchCost
 from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD
 
 # How each property is shown: its label and how its value is written.
-PROPERTY_FORMATS = {
+PROPERTY_FORMATS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "name": ("name", str),
     "compute_capability": ("compute capability", str),
     "sm_count": ("SMs", str),

@@ -221,7 +221,7 @@ def progress_figure(views: list[RunView]) -> go.Figure | None:
     searched = [v for v in views if len({a.round for a in v.attempts}) > 1 or v.cost is not None]
     if not searched:
         return None
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("by round", "by cost"), shared_yaxes=True)
+    figure = make_subplots(rows=1, cols=2, subplot_titles=["by round", "by cost"], shared_yaxes=True)
     for index, view in enumerate(searched):
         steps = _progress(view)
         colour = f"hsl({(index * 67) % 360}, 60%, 45%)"
@@ -262,7 +262,7 @@ def progress_figure(views: list[RunView]) -> go.Figure | None:
 def status_figure(views: list[RunView]) -> go.Figure:
     """Verdicts per status for each run, and rejections per rule broken (or one line: none)."""
     rules = sorted({r for v in views for r in v.summary.rules})
-    titles = ("verdicts per status", "rejections per rule") if rules else ("verdicts per status",)
+    titles = ["verdicts per status", "rejections per rule"] if rules else ["verdicts per status"]
     figure = make_subplots(rows=1, cols=len(titles), subplot_titles=titles)
     labels = [v.label for v in views]
     for status in (*STATUSES, *sorted({s for v in views for s in v.summary.statuses} - set(STATUSES))):
