@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -147,7 +147,7 @@ class Executor:
 
     def __init__(
         self,
-        backends: list[Backend],
+        backends: Sequence[Backend],
         builder: Builder | None = None,
         build_workers: int = 0,
         in_flight: int = 1,

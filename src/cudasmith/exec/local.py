@@ -103,7 +103,7 @@ class LocalExecutor(Executor):
                     self._samplers[device] = BusySampler(gpu)
         self._since = time.monotonic()
         lanes = [LocalLane(d, factory, in_flight) for d in devices]
-        super().__init__(lanes, builder, workers, in_flight)  # type: ignore[arg-type]
+        super().__init__(lanes, builder, workers, in_flight)
 
     def _build_one(self, job: Job, target: str | None) -> BuildResult:
         return build(job, self._scratch, target)

@@ -155,7 +155,7 @@ class RayExecutor(Executor):
         self._build_task = ray.remote(num_cpus=1)(_build_task)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         workers = max(1, cpus) if build_workers is None else build_workers
-        super().__init__(backends, self._build_remote, workers, in_flight)  # type: ignore[arg-type]
+        super().__init__(backends, self._build_remote, workers, in_flight)
 
     def _build_remote(self, job: Job) -> BuildResult:
         # Bounded: a build Ray cannot place (no free CPU anywhere) must not hold its candidate back.
