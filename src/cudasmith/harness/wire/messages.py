@@ -416,7 +416,7 @@ def read_request(header: Any) -> Request:
         raise MalformedMessage(
             f"unknown request {header.get('op') if isinstance(header, dict) else header!r}"
         )
-    return from_wire(kind, header)  # type: ignore[no-any-return]
+    return from_wire(kind, header)
 
 
 def read_reply(request: type, header: Any) -> Any:
