@@ -29,7 +29,7 @@ BASELINE_MS = {"eager": 0.01, "compile": 0.008}
 
 def verdict(
     task: str, status: str, speed: float = 1.0, reason: str = "", rule: Rule | None = None
-) -> dict[str, Any]:
+) -> Verdict:
     """A verdict on `task`; when correct, every config `speed` times faster than eager PyTorch."""
     configs = []
     for index, (flops, moved) in enumerate(WORK[task]):
@@ -65,7 +65,7 @@ def verdict(
         speedups=speedups,
         configs=configs,
         peaks=DevicePeaks.from_dict(PEAKS) if status == "correct" else None,
-    ).to_dict()
+    )
 
 
 def _run(store: RunStore, **fields: Any) -> Run:

@@ -54,14 +54,14 @@ def view(store_path: Path, run_id: str) -> RunView:
 @pytest.mark.slow
 def test_a_folder_of_honest_and_cheating_kernels(suite_bench: tuple[Path, Path, BenchResult]) -> None:
     store_path, folder, result = suite_bench
-    assert (result.judged, result.cached) == (6, 0)
+    assert (result.counts.judged, result.counts.cached) == (6, 0)
     bench = view(store_path, result.run_id)
     by_file = {str(Path(a.label).relative_to(folder.resolve())): a for a in bench.attempts}
     assert set(by_file) == set(SUITE)
     for relative, (_, status, rule) in SUITE.items():
         verdict = by_file[relative].verdict
-        assert verdict["status"] == status, f"{relative}: {verdict['reason']}"
-        assert rule_broken(verdict) == rule, f"{relative}: {verdict['reason']}"
+        assert verdict is not None and verdict.status == status, f"{relative}: {verdict}"
+        assert rule_broken(verdict) == rule, f"{relative}: {verdict.reason}"
     summary = bench.summary
     assert (summary.attempts, summary.tasks, summary.correct) == (6, 2, 2)
     assert summary.correctness_rate == pytest.approx(2 / 6)
@@ -108,7 +108,7 @@ def test_a_bench_resumes_and_reuses_verdicts(suite_bench: tuple[Path, Path, Benc
         verdicts_before = len(store.verdicts(first.run_id))
         resumed = bench_folder(store, resume=stopped.id)
         # Nothing is judged again: the first bench's verdicts are in the store's evaluation cache.
-        assert (resumed.run_id, resumed.judged, resumed.cached) == (stopped.id, 0, 6)
+        assert (resumed.run_id, resumed.counts.judged, resumed.counts.cached) == (stopped.id, 0, 6)
         assert len(store.verdicts(first.run_id)) == verdicts_before
         assert store.run(stopped.id).status == "finished"
     again = view(store_path, stopped.id).summary
@@ -151,7 +151,7 @@ def test_a_kernelbench_run_is_rejudged_against_its_checkout(tmp_path: Path) -> N
             store, run, checkout, EvalOptions(device="cpu", seeds_per_config=1, timing=False)
         )
         bench = load_run(store, result.run_id)
-    statuses = {(a.task, a.sample): a.verdict["status"] for a in bench.attempts}
+    statuses = {(a.task, a.sample): a.status for a in bench.attempts}
     assert statuses == {
         ("kernelbench/level1/19_ReLU", 0): "correct",
         ("kernelbench/level1/19_ReLU", 1): "rejected",

@@ -80,7 +80,7 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
         rows = trajectory_rows(store, result.run_id)
 
     assert [body.body["n"] for body in server.seen] == [2, 2]
-    statuses = sorted((a.task, a.verdict["status"]) for a in bench.attempts)
+    statuses = sorted((a.task, a.status) for a in bench.attempts)
     assert statuses == [
         ("level1/relu", "correct"),
         ("level1/relu", "rejected"),
@@ -90,7 +90,7 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
     summary = bench.summary
     assert summary.rules == {"input-mutation": 1, "pytorch-compute": 1}
     assert summary.pass_at_k == pytest.approx({"pass@1": (0.5 + 0.0) / 2, "pass@2": (1.0 + 0.0) / 2})
-    assert summary.cost is not None and summary.cost.total_usd == pytest.approx(0.012)
+    assert summary.cost is not None and summary.cost.total.usd == pytest.approx(0.012)
     assert summary.cost_per_correct_usd == pytest.approx(
         0.012
     ) and summary.cost_per_task_usd == pytest.approx(0.006)
@@ -102,11 +102,12 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
     ]
 
     # Four verdicts: three from the judge, one for the answer with no code.
-    assert (result.judged, result.cached) == (4, 0)
+    assert (result.counts.judged, result.counts.cached) == (3, 0)
+    assert result.counts.attempts == 4, "and a verdict for the answer with no code, without judging"
     # A finished bench resumed asks nothing and judges nothing again.
     with RunStore(tmp_path / "runs.db") as store:
         again = bench_model(store, resume=result.run_id, llm_config=settings)
-        assert (again.run_id, again.judged, again.cached) == (result.run_id, 4, 0)
+        assert (again.run_id, again.counts.judged, again.counts.cached) == (result.run_id, 3, 0)
         assert load_run(store, result.run_id).summary == summary
     assert len(server.seen) == 2
 

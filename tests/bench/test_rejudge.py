@@ -12,6 +12,7 @@ import torch
 
 from cudasmith import EvalOptions, evaluate
 from cudasmith.bench.folder import bench_folder
+from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.workers.check import compare, tolerance_for
 from cudasmith.report.rejudge import CUSTOM, MIXED, REWRITE, kind_of, rejudged, summarize_rejudge
 from cudasmith.store import RunStore
@@ -62,18 +63,21 @@ def test_drawn_parameters_match_by_name_or_position_and_are_the_same_everywhere(
 
 
 def test_what_a_verdict_makes_of_a_kernel() -> None:
-    correct = {"status": "correct", "torch_ops": {"aten::addmm": 3}}
-    assert kind_of({**correct, "own_share": 0.97}) == CUSTOM
-    assert kind_of({**correct, "own_share": 0.3}) == MIXED  # a fused epilogue after PyTorch's GEMM
-    assert kind_of({**correct, "own_share": 0.0}) == REWRITE
-    assert kind_of(correct) == REWRITE and kind_of({"status": "correct"}) == CUSTOM  # untimed
+    def kind(**data: object) -> str:
+        return kind_of(Verdict.from_dict(data))
+
+    correct = {"status": "correct", "reason": "", "torch_ops": {"aten::addmm": 3}}
+    assert kind(**correct, own_share=0.97) == CUSTOM
+    assert kind(**correct, own_share=0.3) == MIXED  # a fused epilogue after PyTorch's GEMM
+    assert kind(**correct, own_share=0.0) == REWRITE
+    assert kind(**correct) == REWRITE and kind(status="correct", reason="") == CUSTOM  # untimed
     rejected = {
         "status": "rejected",
         "reason": "unsynchronised side stream: kernel add was …",
         "rule": "side-stream",
     }
-    assert kind_of(rejected) == "rejected: side-stream"
-    assert kind_of({**rejected, "reason": "said in other words"}) == "rejected: side-stream"
+    assert kind(**rejected) == "rejected: side-stream"
+    assert kind(**{**rejected, "reason": "said in other words"}) == "rejected: side-stream"
 
 
 @pytest.mark.slow
@@ -172,7 +176,7 @@ def test_a_kernelbench_run_rejudged_under_its_own_rules(kernelbench_run: tuple[P
         result = bench_folder(store, run, checkout, RULES_KERNELBENCH)
         candidates = store.candidates(result.run_id)
         kernels = rejudged(candidates)
-    notes = {Path(c.path or c.key).name: (c.verdict or {}).get("notes") for c in candidates}
+    notes = {Path(c.path or c.key).name: c.verdict.notes if c.verdict else None for c in candidates}
     by_file = {kernel.file: kernel for kernel in kernels}
     for name, (_, expected) in RUN.items():
         kernel = by_file[name]

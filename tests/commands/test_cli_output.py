@@ -27,8 +27,9 @@ from cudasmith.commands.bench import _solution_folder
 from cudasmith.commands.help import flowing
 from cudasmith.errors import UsageError
 from cudasmith.report.optimize_view import print_summary
-from cudasmith.search.summary import summarize
-from cudasmith.store import RunStore
+from cudasmith.store import RunStore, Usage
+from cudasmith.store.runs import load_run
+from cudasmith.store.summary import Cost
 
 from conftest import PROBLEMS, PROGRESS_LINE, ROOT, SOLUTIONS
 from fake_llm import FakeLLMServer, Reply, openai_body
@@ -134,9 +135,9 @@ def test_in_a_terminal_eval_draws_a_bar_instead(tmp_path: Path) -> None:
 def test_counts_of_one_take_the_singular(tmp_path: Path) -> None:
     with RunStore(tmp_path / "runs.db") as store:
         run_id = search(store, cost_per_answer=None)
-        summary = summarize(store, store.run(run_id))
-    summary["rounds"] = 1
-    summary["cost"]["unpriced_answers"], summary["cost"]["known_usd"] = 1, 0.5
+        summary = load_run(store, run_id).summary
+    summary.counts.rounds = 1
+    summary.cost = Cost({"openai:fake": Usage(calls=1, completions=2, cost_usd=0.5, unpriced_completions=1)})
     text = io.StringIO()
     print_summary(summary, console=Console(file=text, width=200))
     written = text.getvalue()

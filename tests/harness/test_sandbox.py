@@ -18,6 +18,7 @@ import pytest
 
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.session import Judge
+from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.walls import sandbox
 from cudasmith.harness.walls.scratch import Scratch
 from cudasmith.harness.wire.status import Status
@@ -337,9 +338,8 @@ def _judge_attacks(device: str, mechanism: str, tmp_path: Path, monkeypatch: pyt
     with RunStore(store_path) as store:
         run = store.create_run(Run("bench", "t", "v", "cpu", "cpu", "h", secret_seed=1234))
         candidate = store.add_candidate(run.id, "k", "file", source="x", code_hash="c")
-        store.record_verdict(
-            candidate.id, {"status": "incorrect"}, CacheKey("v", "cpu", "h", "o"), "c", run.id
-        )
+        wrong = Verdict(Status.INCORRECT, "values differ", "t", "x.py", "cpu")
+        store.record_verdict(candidate.id, wrong, CacheKey("v", "cpu", "h", "o"), "c", run.id)
     other = folder / "other.py"
     other.write_text("# another candidate's file\n")
     planted_tmp = Path("/tmp") / f"cudasmith-test-planted-{secrets.token_hex(4)}"

@@ -18,8 +18,9 @@ from cudasmith.harness.wire.results import ConfigDescription, Timing
 from cudasmith.harness.wire.status import Status
 from cudasmith.report.leaderboard import print_run_details
 from cudasmith.report.verdict_table import print_verdict
-from cudasmith.store.metrics import Attempt, summarize
+from cudasmith.store.metrics import Attempt
 from cudasmith.store.runs import RunView
+from cudasmith.store.summary import summarize
 from cudasmith.timing.protocol import Measurement, TimingPlan, default_plan
 
 from conftest import PROBLEMS, SOLUTIONS
@@ -128,10 +129,10 @@ def test_steady_timing_says_nothing_of_noise() -> None:
 def test_bench_counts_correct_kernels_timed_noisily() -> None:
     noisy = judged([timed(0, summary(NOISY_MS, "time cap"), summary(STEADY_MS, "noise target"))])
     steady = judged([timed(0, summary(STEADY_MS, "noise target"), summary(STEADY_MS, "noise target"))])
-    attempts = [Attempt("a", noisy.to_dict()), Attempt("a", steady.to_dict()), Attempt("b", noisy.to_dict())]
+    attempts = [Attempt("a", noisy), Attempt("a", steady), Attempt("b", noisy)]
     counted = summarize(attempts)
     assert counted.noisy_timing == 2 and counted.to_dict()["noisy_timing"] == 2
-    view = RunView(SimpleNamespace(id="bench-1"), attempts, None, counted, 0)  # type: ignore[arg-type]
+    view = RunView(SimpleNamespace(id="bench-1"), attempts, counted)  # type: ignore[arg-type]
     assert "2 correct kernels timed noisily" in rendered(print_run_details, view)
 
 

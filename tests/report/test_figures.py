@@ -72,7 +72,8 @@ def test_points_above_the_memory_roof_are_explained(views: tuple[RunView, RunVie
     # The stored runs' ReLU baselines move 8 MB in 0.01 ms: 800 GB/s, under the 4000 GB/s roof.
     assert not notes(figure)
     for attempt in bench.attempts:
-        for config in attempt.verdict.get("configs") or []:
-            for timed in (config.get("baselines") or {}).values():
-                timed["time_ms"] /= 100  # as if the inputs stayed in L2 between calls
+        for config in attempt.verdict.configs if attempt.verdict else []:
+            for timed in config.baselines.values():
+                assert timed.time_ms is not None
+                timed.time_ms /= 100  # as if the inputs stayed in L2 between calls
     assert notes(roofline_figure([bench])) == [ABOVE_THE_ROOF]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cudasmith.harness.verdict import Verdict
 from cudasmith.report.export import CORRECT_BONUS, RETURN_DISCOUNT, load_rows, reward
 from cudasmith.report.html import write_report
 from cudasmith.report.leaderboard import print_leaderboard, print_run_details
@@ -144,8 +145,10 @@ def test_export_rows_load_back_with_the_whole_chain(
 
 
 def test_a_cheat_earns_no_reward() -> None:
-    assert reward({"status": "rejected", "speedup": 100.0}) == 0.0
-    assert reward({"status": "correct", "speedup": None}) == CORRECT_BONUS
+    cheat = Verdict.from_dict({"status": "rejected", "reason": "caching", "speedup": 100.0})
+    assert reward(cheat) == 0.0
+    assert reward(Verdict.from_dict({"status": "correct", "reason": "", "speedup": None})) == CORRECT_BONUS
+    assert reward(None) == 0.0, "a stored verdict that fails its MAC earns nothing"
 
 
 @pytest.mark.slow

@@ -26,7 +26,6 @@ from cudasmith.report.optimize_view import print_summary as print_optimize_summa
 from cudasmith.report.verdict_table import print_summary, print_verdict, status_markup
 from cudasmith.search.ask import AskResult, JudgedAnswer
 from cudasmith.search.parsing import ParsedAnswer
-from cudasmith.search.summary import summarize
 from cudasmith.store import CacheKey, Run, RunStore, code_hash
 from cudasmith.store.runs import load_run
 
@@ -74,8 +73,7 @@ def store_with_every_status(tmp_path: Path) -> tuple[RunStore, Run]:
     for status in STATUSES:
         source = f"# {status}"
         candidate = store.add_candidate(run.id, status, "llm", source=source, code_hash=code_hash(source))
-        verdict = a_verdict(status).to_dict()
-        store.record_verdict(candidate.id, verdict, key, candidate.code_hash, run.id)
+        store.record_verdict(candidate.id, a_verdict(status), key, candidate.code_hash, run.id)
         first = first or candidate
     assert first is not None
     store.add_candidate(
@@ -95,10 +93,10 @@ def test_status_markup_renders_any_string() -> None:
 
 def test_the_optimize_summary_shows_every_status(store_with_every_status: tuple[RunStore, Run]) -> None:
     store, run = store_with_every_status
-    summary = summarize(store, run)
-    assert set(summary["counts"]) == {*STATUSES, *NO_VERDICT}
+    summary = load_run(store, run.id).summary
+    assert set(summary.counts.outcomes) == {*STATUSES, *NO_VERDICT}
     text = rendered(print_optimize_summary, summary)
-    for status in summary["counts"]:
+    for status in summary.counts.outcomes:
         assert f"{status} 1" in text, status
 
 
@@ -130,7 +128,7 @@ def test_the_ask_table_and_verdict_views_show_every_status(tmp_path: Path) -> No
 def test_the_bench_line_shows_every_status(store_with_every_status: tuple[RunStore, Run]) -> None:
     store, run = store_with_every_status
     for candidate in (c for c in store.candidates(run.id) if c.verdict):
-        status = candidate.verdict["status"]
+        status = str(candidate.status)
         out = io.StringIO()
         Console(file=out, width=200).print(verdict_line(candidate, cached=False))
         assert out.getvalue().startswith(status), out.getvalue()

@@ -140,7 +140,7 @@ def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
         candidates = store.candidates(run.id)
         winner = next(c for c in candidates if c.source == FAST)
         [turn_one, turn_two] = store.chain(winner.id)
-        assert "a[i] - b[i]" in turn_one.source and turn_two.verdict["status"] == "correct"  # type: ignore[operator,index]
+        assert "a[i] - b[i]" in str(turn_one.source) and turn_two.status == "correct"
         assert "a[i] - b[i]" in turn_two.messages[1]["content"], "the chain links prompt to parent"
 
 
@@ -171,8 +171,8 @@ def test_evolve_runs_two_islands_migrates_and_judges_no_duplicate(
         config=evolve_config(),
         options=EvalOptions(seeds_per_config=1, timing=False, seed=1),
     )
-    assert result.summary["counts"] == {"correct": 3, "skipped": 1}
-    assert result.summary["judged"] == 3 and result.summary["stop_reason"] == "all 4 proposals made"
+    assert result.summary.counts.outcomes == {"correct": 3, "skipped": 1}
+    assert result.summary.counts.judged == 3 and result.summary.stop_reason == "all 4 proposals made"
     with RunStore(result.store_path) as store:
         fast, slow, edited, repeated = store.candidates(result.run_id)
         assert [c.island for c in (fast, slow, edited, repeated)] == [0, 1, 0, 1]
@@ -197,12 +197,12 @@ def test_the_budget_stops_the_run_and_a_resume_keeps_to_it(server: FakeLLMServer
     arguments = {"device": "cpu", "store": tmp_path / "runs.db", "llm_config": settings, "budget": 0.01}
     result = optimize(PROBLEM, "openai:fake-coder", config=OptimizeConfig(n=1, depth=10), **arguments)
     assert len(server.seen) == 2
-    assert result.summary["stop_reason"].startswith("the budget of $0.01 is spent")
-    assert result.summary["cost"]["usd"] == pytest.approx(0.012)
-    assert result.summary["cost"]["by_model"]["openai:fake-coder"]["answers"] == 2
+    assert str(result.summary.stop_reason).startswith("the budget of $0.01 is spent")
+    assert result.summary.cost is not None and result.summary.cost.total.usd == pytest.approx(0.012)
+    assert result.summary.cost.by_model["openai:fake-coder"].completions == 2
     again = optimize(resume=result.run_id, **arguments)
     assert len(server.seen) == 2, "money spent before the resume counts"
-    assert again.summary["stop_reason"].startswith("the budget of $0.01 is spent")
+    assert str(again.summary.stop_reason).startswith("the budget of $0.01 is spent")
 
 
 def _verdicts_stored(store: Path) -> int:

@@ -21,7 +21,7 @@ from cudasmith.llm.replay import load_recording
 from cudasmith.search.config import OptimizeConfig
 from cudasmith.search.ensemble import Ensemble
 from cudasmith.search.novelty import NoveltyFilter
-from cudasmith.search.optimize import optimize
+from cudasmith.search.optimize import OptimizeResult, optimize
 from cudasmith.search.resources import cuda_kernels, parse_ptxas_log, ptxas_resources
 from cudasmith.search.tunables import declared_tunables, variants
 from cudasmith.search.verifier import agreement, parse_opinion
@@ -172,7 +172,7 @@ def replay_file(path: Path, answers: list[str]) -> str:
     return f"replay:{path}"
 
 
-def search(tmp_path: Path, model: str, **config: object) -> object:
+def search(tmp_path: Path, model: str, **config: object) -> OptimizeResult:
     return optimize(
         PROBLEMS / "add_small.py",
         model,
@@ -190,15 +190,15 @@ def test_fsr_sweeps_a_new_bests_tunables_and_stops_without_gain(tmp_path: Path) 
     answers += [solution("correct 2.9", "A = 1"), solution("correct 2.0", "B = 2")] * 3
     ScriptedJudge.calls = []
     result = search(tmp_path, replay_file(tmp_path / "answers.jsonl", answers), n=2, depth=6, patience=1)
-    summary = result.summary  # type: ignore[attr-defined]
-    assert summary["best_speedup"] == 3.0, "BLOCK = 512, found without a model call"
-    assert summary["stop_reason"] == "no gain beyond the timing noise in 1 rounds"
-    assert summary["rounds"] == 3 and summary["llm"]["calls"] == 6
+    summary = result.summary
+    assert summary.best_speedup == 3.0, "BLOCK = 512, found without a model call"
+    assert summary.stop_reason == "no gain beyond the timing noise in 1 rounds"
+    assert summary.counts.rounds == 3 and summary.llm is not None and summary.llm.calls == 6
     with RunStore(tmp_path / "runs.db") as store:
-        swept = [c for c in store.candidates(summary["run_id"]) if c.origin == "tunable"]
+        swept = [c for c in store.candidates(summary.run_id) if c.origin == "tunable"]
         assert [c.meta["tunables"] for c in swept] == [{"BLOCK": 128}, {"BLOCK": 512}]
         assert all(c.completion_id is None and c.operator == "tunable" for c in swept)
-        [round_two] = [call for call in store.calls(summary["run_id"]) if call.key == "r2/c0"]
+        [round_two] = [call for call in store.calls(summary.run_id) if call.key == "r2/c0"]
         assert "BLOCK = 512" in round_two.request["messages"][1]["content"], "the swept best seeds the round"
 
 
@@ -208,11 +208,11 @@ def test_a_verdict_is_judged_once_per_code_task_device_and_judge(tmp_path: Path)
     first = search(tmp_path, replay_file(tmp_path / "a.jsonl", answers), n=2, depth=1)
     second = search(tmp_path, replay_file(tmp_path / "b.jsonl", answers), n=2, depth=1)
     assert len(ScriptedJudge.calls) == 2
-    assert second.summary["cached"] == 2 and second.summary["judged"] == 0  # type: ignore[attr-defined]
-    assert second.summary["counts"] == first.summary["counts"]  # type: ignore[attr-defined]
+    assert second.summary.counts.cached == 2 and second.summary.counts.judged == 0
+    assert second.summary.counts.statuses == first.summary.counts.statuses
     replayed = load_recording(tmp_path / "runs.db")
     assert [c.text for c in replayed] == answers, "replay: serves a store's latest run"
-    earlier = load_recording(Path(f"{tmp_path / 'runs.db'}#{first.run_id}"))  # type: ignore[attr-defined]
+    earlier = load_recording(Path(f"{tmp_path / 'runs.db'}#{first.run_id}"))
     assert len(earlier) == 2
 
 
@@ -317,9 +317,8 @@ def test_an_evolve_run_broken_off_resumes_without_asking_or_judging_again(
             assert (run.status, run.stop_reason) == ("failed", "the reference worker died")
         asked_before = len(server.seen)
         result = optimize(resume=run.id, judge_factory=ScriptedJudge, **arguments)
-    assert (
-        result.summary["counts"] == {"correct": 6} and result.summary["stop_reason"] == "all 6 proposals made"
-    )
+    assert result.summary.counts.outcomes == {"correct": 6}
+    assert result.summary.stop_reason == "all 6 proposals made"
     assert len(server.seen) == 6, f"{asked_before} asked before the break, none of them again"
     assert len(ScriptedJudge.calls) == len(set(ScriptedJudge.calls)) == 6, "nothing judged twice"
     with RunStore(tmp_path / "runs.db") as store:

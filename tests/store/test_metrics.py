@@ -10,18 +10,19 @@ from typing import Any
 import pytest
 
 from cudasmith.harness.screen import screen
+from cudasmith.harness.verdict import Verdict
 from cudasmith.store.legacy import rule_of_reason
 from cudasmith.store.metrics import (
     Attempt,
-    Cost,
     fast_p,
     fast_p_curve,
     mean_pass_at_k,
     pass_at_k,
     sol_pct_of,
-    summarize,
 )
+from cudasmith.store.records import CallRecord, CompletionRecord
 from cudasmith.store.rules import OTHER_RULE, caught_by, rule_broken
+from cudasmith.store.summary import Cost, summarize
 
 from conftest import EXPLOITS
 
@@ -32,16 +33,23 @@ def verdict(
     reason: str = "",
     sol: tuple[float, ...] = (),
     rule: str | None = None,
-) -> dict[str, Any]:
+) -> Verdict:
     speedups = speedups or {}
-    return {
-        "status": status,
-        "reason": reason,
-        "rule": rule,
-        "speedup": speedups.get("eager"),
-        "speedups": speedups,
-        "configs": [{"index": i, "sol_pct": s} for i, s in enumerate(sol)],
-    }
+    return read(
+        {
+            "status": status,
+            "reason": reason,
+            "rule": rule,
+            "speedup": speedups.get("eager"),
+            "speedups": speedups,
+            "configs": [{"index": i, "config": {}, "hidden": False, "sol_pct": s} for i, s in enumerate(sol)],
+        }
+    )
+
+
+def read(data: dict[str, Any]) -> Verdict:
+    """A verdict from its JSON form, as the store reads one."""
+    return Verdict.from_dict(data)
 
 
 ATTEMPTS = [
@@ -89,7 +97,7 @@ def test_mean_pass_at_k_averages_over_tasks_with_enough_samples() -> None:
 
 
 def test_summary_of_a_known_set() -> None:
-    summary = summarize(ATTEMPTS, Cost(total_usd=1.5, calls=3))
+    summary = summarize(ATTEMPTS)
     assert (summary.attempts, summary.tasks, summary.correct) == (5, 3, 3)
     assert summary.correctness_rate == pytest.approx(0.6)
     assert list(summary.baselines) == ["eager", "compile"]
@@ -103,15 +111,24 @@ def test_summary_of_a_known_set() -> None:
     assert summary.median_sol_pct == pytest.approx(30.0)
     assert summary.statuses == {"correct": 3, "incorrect": 1, "rejected": 1}
     assert summary.rules == {"input-mutation": 1}
-    assert summary.cost_per_correct_usd == pytest.approx(0.5)
-    assert summary.cost_per_task_usd == pytest.approx(0.5)
     assert summary.claimed_correct is None
 
 
-def test_unknown_prices_leave_cost_unknown_never_zero() -> None:
-    summary = summarize(ATTEMPTS, Cost(total_usd=None, calls=3, unpriced_calls=1))
-    assert summary.cost_per_correct_usd is None and summary.cost_per_task_usd is None
-    assert summarize(ATTEMPTS).cost is None  # no model: no cost at all
+def test_cost_per_correct_kernel_and_per_task() -> None:
+    calls = [call("a", 0.5), call("a", 1.0), call("b", None)]
+    cost = Cost.of(calls, correct=3, tasks=3)
+    assert cost is not None and cost.total.usd is None, "one answer's price is unknown"
+    assert cost.per_correct_usd is None and cost.per_task_usd is None, "unknown, never counted as 0"
+    known = Cost.of(calls[:2], correct=3, tasks=2)
+    assert known is not None and known.total.usd == pytest.approx(1.5)
+    assert (known.per_correct_usd, known.per_task_usd) == pytest.approx((0.5, 0.75))
+    assert Cost.of([], correct=3, tasks=3) is None, "no model: no cost at all"
+    assert summarize(ATTEMPTS).cost is None
+
+
+def call(model: str, usd: float | None) -> CallRecord:
+    answer = CompletionRecord(1, 1, 0, "", None, model, 100, 50, usd, 1.0, {})
+    return CallRecord(1, "run", "key", "propose", model, {}, {}, "done", None, "", None, [answer])
 
 
 TORCH_SOFTMAX = "PyTorch operator aten::_softmax called inside forward (1x)"
@@ -147,7 +164,7 @@ def test_sol_pct_is_none_when_nothing_was_timed() -> None:
 def test_static_screen_findings_name_their_rule(solution: str, rule: str) -> None:
     finding = screen((EXPLOITS / solution).read_text())
     assert finding is not None and finding.rule == rule, finding
-    rejected = {"status": "rejected", "reason": str(finding), "rule": str(finding.rule)}
+    rejected = read({"status": "rejected", "reason": str(finding), "rule": str(finding.rule)})
     assert rule_broken(rejected) == rule
     assert caught_by(rejected) == "static screen"
 
@@ -169,17 +186,16 @@ def test_static_screen_findings_name_their_rule(solution: str, rule: str) -> Non
 def test_an_older_judges_reasons_give_their_rule_once(reason: str, rule: str) -> None:
     # Only the store's migration of verdicts stored before verdicts named their rule reads a reason.
     assert rule_of_reason("rejected", reason) == rule
-    assert caught_by({"status": "rejected", "reason": reason}) == "run time"
+    assert caught_by(read({"status": "rejected", "reason": reason})) == "run time"
 
 
 def test_only_rejections_break_rules_and_the_rule_named_is_the_one_counted() -> None:
-    assert (
-        rule_broken({"status": "incorrect", "reason": "input 0 was modified", "rule": "wrong-answer"}) is None
-    )
-    assert (
-        rule_broken({"status": "rejected", "reason": "input 0 was modified", "rule": "caching"}) == "caching"
-    )
+    wrong = read({"status": "incorrect", "reason": "input 0 was modified", "rule": "wrong-answer"})
+    assert rule_broken(wrong) is None
+    caching = read({"status": "rejected", "reason": "input 0 was modified", "rule": "caching"})
+    assert rule_broken(caching) == "caching"
     # A verdict that names no rule (a file of an older judge) is counted, under "other", never guessed.
-    assert rule_broken({"status": "rejected", "reason": "input 0 was modified"}) == OTHER_RULE
+    assert rule_broken(read({"status": "rejected", "reason": "input 0 was modified"})) == OTHER_RULE
+    assert rule_broken(None) is None, "a stored verdict that fails its MAC breaks no rule we could name"
     assert rule_of_reason("incorrect", "values differ") == "wrong-answer"
     assert rule_of_reason("correct", "") is None

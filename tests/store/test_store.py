@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from cudasmith.errors import UsageError
+from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.harness.wire.results import BaselineEntry
+from cudasmith.harness.wire.status import Status
 from cudasmith.store import SCHEMA_VERSION, CacheKey, Run, RunStore, code_hash, default_store_path
 
 KEY = CacheKey(task_version="t1", device_name="cpu0", harness_version="h1", judge_options="o1")
@@ -34,15 +37,10 @@ def new_run(store: RunStore, **overrides: object) -> Run:
     return store.create_run(Run(**fields))  # type: ignore[arg-type]
 
 
-def verdict(status: str, speedup: float | None = None) -> dict[str, object]:
-    configs = [
-        {
-            "index": 0,
-            "config": {"n": 8},
-            "baselines": {"eager": {"time_ms": 0.5, "ci95_ms": [0.4, 0.6], "sol_pct": 12.0}},
-        }
-    ]
-    return {"status": status, "reason": status, "speedup": speedup, "configs": configs}
+def verdict(status: str, speedup: float | None = None) -> Verdict:
+    eager = BaselineEntry(time_ms=0.5, ci95_ms=[0.4, 0.6], sol_pct=12.0)
+    configs = [ConfigResult(0, {"n": 8}, False, Status(status), baselines={"eager": eager})]
+    return Verdict(Status(status), status, "level1/relu", "x.py", "cpu", speedup=speedup, configs=configs)
 
 
 def test_default_path_and_schema_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,7 +161,8 @@ def test_a_candidates_chain_runs_from_the_first_prompt(tmp_path: Path) -> None:
         assert [t.candidate_id for t in chain] == ids
         assert [t.messages[0]["content"] for t in chain] == ["prompt 0", "prompt 1", "prompt 2"]
         assert [t.response for t in chain] == ["answer 0", "answer 1", "answer 2"]
-        assert chain[1].parents == [ids[0]] and chain[2].verdict["status"] == "incorrect"  # type: ignore[index]
+        assert chain[1].parents == [ids[0]] and chain[2].status == "incorrect"
+        assert chain[2].verdict is not None and chain[2].verdict.reason == "incorrect"
 
 
 def test_a_second_process_reads_while_a_run_writes(tmp_path: Path) -> None:
@@ -190,8 +189,9 @@ def test_verdicts_stored_before_rules_were_named_get_theirs_once(tmp_path: Path)
     for number in (0, 1):
         db.executescript(f"BEGIN;\n{MIGRATIONS[number]}\nPRAGMA user_version = {number + 1};\nCOMMIT;")
     rejected = {"status": "rejected", "reason": "config 1 {}: input 0 was modified by forward", "configs": [
-        {"index": 0, "status": "correct", "reason": "matches"},
-        {"index": 1, "status": "rejected", "reason": "config 1 {}: input 0 was modified by forward"},
+        {"index": 0, "config": {}, "hidden": False, "status": "correct", "reason": "matches"},
+        {"index": 1, "config": {}, "hidden": False, "status": "rejected",
+         "reason": "config 1 {}: input 0 was modified by forward"},
     ]}  # fmt: skip
     stored = [
         (rejected, True),
@@ -212,9 +212,7 @@ def test_verdicts_stored_before_rules_were_named_get_theirs_once(tmp_path: Path)
         assert store.schema_version == SCHEMA_VERSION
         records = sorted(store.verdicts("old"), key=lambda record: record.id)
     first, second, third = records[0].verdict, records[1].verdict, records[2]
-    assert first["rule"] == "input-mutation" and [c["rule"] for c in first["configs"]] == [
-        None,
-        "input-mutation",
-    ]
-    assert second["rule"] == "wrong-answer"
-    assert third.tampered  # not vouched for by a new MAC, nor given a rule
+    assert first is not None and second is not None
+    assert first.rule == "input-mutation" and [c.rule for c in first.configs] == [None, "input-mutation"]
+    assert second.rule == "wrong-answer"
+    assert third.tampered and third.verdict is None  # not vouched for by a new MAC, nor given a rule

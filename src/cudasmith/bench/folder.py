@@ -23,6 +23,7 @@ from cudasmith.search.judge import cache_key
 from cudasmith.store import CacheKey, CandidateRecord, Run, RunStore, code_hash
 from cudasmith.store.runs import load_run
 from cudasmith.store.start import new_run
+from cudasmith.store.summary import RunCounts
 from cudasmith.tasks.problem import Problem, load_problem
 from cudasmith.wording import plural
 
@@ -33,12 +34,11 @@ FOLDER_STRATEGY = "folder"
 
 @dataclass
 class BenchResult:
-    """A bench run, the verdicts given in it (by the judge, or for an answer with no code) and those
-    taken from the store's evaluation cache (over all its sessions), and the files it did not judge."""
+    """A bench run, what became of its candidates (over all its sessions: judged, taken from the store's
+    evaluation cache…) and the files it did not judge."""
 
     run_id: str
-    judged: int
-    cached: int
+    counts: RunCounts
     unmatched: list[tuple[str, str]]
 
 
@@ -140,9 +140,7 @@ def judge_pending(
         for future in as_completed(futures):
             candidate, key = futures[future]
             verdict = future.result()
-            store.record_verdict(
-                candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id, verdict.wall_s
-            )
+            store.record_verdict(candidate.id, verdict, key, candidate.code_hash, run.id, verdict.wall_s)
             done += 1
             if progress:
                 progress(
@@ -191,8 +189,8 @@ def bench_folder(
             print(f"stopped bench {run.id}: {done}/{len(candidates)} judged; resume with "
                   f"`cudasmith bench --resume {run.id}` (same --store)", file=sys.stderr)  # fmt: skip
         raise
-    summary = {**load_run(store, run.id).summary.to_dict(), "executor": executor}
-    store.update_run(run.id, status="finished", summary=summary)
+    store.update_run(run.id, status="finished")
+    summary = replace(load_run(store, run.id).summary, executor=executor)
+    store.update_run(run.id, summary=summary.to_dict())
     unmatched = [(path, why) for path, why in run.options.get("unmatched", [])]
-    cached = sum(c.verdict_cached for c in store.candidates(run.id))
-    return BenchResult(run.id, len(store.verdicts(run.id)), cached, unmatched)
+    return BenchResult(run.id, summary.counts, unmatched)

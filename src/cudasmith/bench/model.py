@@ -192,9 +192,7 @@ def bench_model(
     except BaseException:
         store.update_run(run.id, status="stopped", stop_reason="interrupted; --resume goes on")
         raise
-    view = load_run(store, run.id)
-    store.update_run(run.id, status="finished", summary=view.summary.to_dict())
-    searches = list(task_runs(store, run).values())
-    judged = sum(len(store.verdicts(search.id)) for search in searches)
-    cached = sum(c.verdict_cached for search in searches for c in store.candidates(search.id))
-    return BenchResult(run.id, judged, cached, unmatched=[])
+    store.update_run(run.id, status="finished")
+    summary = load_run(store, run.id).summary
+    store.update_run(run.id, summary=summary.to_dict())
+    return BenchResult(run.id, summary.counts, unmatched=[])

@@ -173,7 +173,7 @@ def bench_command(
     for path, why in result.unmatched:
         console.print(f"[dim]not judged: {path}: {why}[/]", highlight=False)
     console.print(
-        f"{plural(result.judged, 'verdict')} given, {result.cached} reused from the store's cache ({opened.path}); "
+        f"{plural(result.counts.judged, 'verdict')} given, {result.counts.cached} reused from the store's cache ({opened.path}); "
         f"the report: [bold]cudasmith report {result.run_id} --html report.html[/]",
         highlight=False,
     )

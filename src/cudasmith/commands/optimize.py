@@ -144,4 +144,4 @@ def optimize_command(
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
     else:
         print_summary(result.summary)
-    raise typer.Exit(EXIT_CORRECT if result.summary["best"] is not None else EXIT_VERDICT)
+    raise typer.Exit(EXIT_CORRECT if result.summary.best is not None else EXIT_VERDICT)

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as Bar
 
 from cudasmith.report.verdict_table import status_markup
+from cudasmith.store.integrity import TAMPERED_REASON
 from cudasmith.store.metrics import speedup_of
 from cudasmith.store.rules import rule_broken
 
@@ -31,14 +32,16 @@ STATUS_WIDTH = 13
 
 def verdict_line(candidate: CandidateRecord, cached: bool) -> str:
     """One judged kernel as Rich markup: status, task and file, speedup or what went wrong."""
-    verdict = candidate.verdict or {}
-    status = str(verdict.get("status"))
+    verdict = candidate.verdict
+    status = str(candidate.status)
     speedup = speedup_of(verdict)
-    if speedup is not None:
-        detail = f"{speedup:.3g}× eager PyTorch on {verdict.get('device')}"
+    if verdict is None:
+        detail = TAMPERED_REASON if candidate.tampered else "not judged"
+    elif speedup is not None:
+        detail = f"{speedup:.3g}× eager PyTorch on {verdict.device}"
     else:
         rule = rule_broken(verdict)
-        reason = str(verdict.get("reason", ""))[:REASON_CHARS]
+        reason = verdict.reason[:REASON_CHARS]
         detail = f"{rule}: {reason}" if rule else reason
     where = f"{candidate.meta.get('task')} {Path(candidate.path or candidate.key).name}"
     from_cache = " [dim](cached verdict)[/]" if cached else ""

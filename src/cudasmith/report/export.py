@@ -4,9 +4,10 @@ turns that led to it.
 Reward (as in Kevin, Cognition's multi-turn RL for CUDA kernels): a turn whose kernel is not correct
 earns 0, whatever its status (a rejected kernel that cheated earns nothing); a correct kernel earns
 CORRECT_BONUS plus its speedup over eager PyTorch (geometric mean over configs, timed side by side),
-or CORRECT_BONUS alone when it was not timed (a search's screened, unconfirmed kernel included). A turn's `discounted_return` adds the returns of the
-turns that refined it, discounted by RETURN_DISCOUNT per step (the mean over its refinements when
-there are several), so an answer that led to a fast kernel is credited for it.
+or CORRECT_BONUS alone when it was not timed (a search's screened, unconfirmed kernel included). A
+turn's `discounted_return` adds the returns of the turns that refined it, discounted by RETURN_DISCOUNT
+per step (the mean over its refinements when there are several), so an answer that led to a fast kernel
+is credited for it.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ FORMATS = ("jsonl", "parquet")
 def reward(verdict: Verdict | dict[str, Any] | None) -> float:
     """A verdict's reward (a Verdict, or its JSON), the one `export` writes and `cudasmith.reward` gives:
     0 unless correct; CORRECT_BONUS plus the speedup over eager PyTorch when correct."""
-    if isinstance(verdict, Verdict):
-        verdict = verdict.to_dict()
-    if not verdict or verdict.get("status") != "correct":
+    if isinstance(verdict, dict):
+        verdict = Verdict.from_dict(verdict)
+    if verdict is None or not verdict.correct:
         return 0.0
     return CORRECT_BONUS + (speedup_of(verdict) or 0.0)
 
@@ -44,7 +45,7 @@ def _turn(turn: Turn) -> dict[str, Any]:
         "prompt": turn.messages,
         "response": turn.response,
         "code": turn.source,
-        "status": None if turn.verdict is None else turn.verdict.get("status"),
+        "status": turn.status,
         "reward": reward(turn.verdict),
     }
 
@@ -102,7 +103,7 @@ def _search_rows(store: RunStore, run: Run) -> list[dict[str, Any]]:
                 "screened_speedup": screened_speedup_of(candidate.verdict),
                 "reward": this["reward"],
                 "discounted_return": returns[candidate.id],
-                "verdict": candidate.verdict,
+                "verdict": candidate.verdict.to_dict(),
                 "history": [_turn(t) for t in chain[:-1]],
             }
         )

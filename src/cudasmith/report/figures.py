@@ -111,7 +111,9 @@ def speedup_per_task_figure(views: list[RunView]) -> go.Figure | None:
     if not figure.data:
         return None
     figure.add_hline(y=1.0, line_dash="dash", line_color="grey", annotation_text="as fast as eager")
-    device = ", ".join(sorted({str(a.verdict.get("device")) for v in views for a in v.attempts if a.correct}))
+    device = ", ".join(
+        sorted({a.verdict.device for v in views for a in v.attempts if a.verdict and a.correct})
+    )
     return _layout(
         figure,
         f"Speedup per task over eager PyTorch ({device})",
@@ -126,31 +128,26 @@ def _roofline_points(views: list[RunView]) -> dict[str, list[tuple[float, float,
     seen: set[tuple[str, str, int, str]] = set()
     for view in views:
         for attempt in view.attempts:
-            if not attempt.correct:
+            verdict = attempt.verdict
+            if verdict is None or not attempt.correct:
                 continue
-            device = str(attempt.verdict.get("device"))
-            for config in attempt.verdict.get("configs") or []:
-                roof = config.get("roofline") or {}
-                flops, moved = roof.get("flops") or 0, roof.get("bytes") or 0
+            for config in verdict.configs:
+                roof = config.roofline
+                flops, moved = (roof.flops, roof.bytes) if roof is not None else (0.0, 0.0)
                 if flops <= 0 or moved <= 0:
                     continue
-                times = [(f"candidates · {view.label}", config.get("time_ms"), attempt.label)]
-                for name, timed in (config.get("baselines") or {}).items():
-                    if (device, attempt.task, config["index"], name) not in seen:
-                        seen.add((device, attempt.task, config["index"], name))
-                        times.append((BASELINES.get(name, name), timed.get("time_ms"), name))
+                times = [(f"candidates · {view.label}", config.time_ms, attempt.label)]
+                for name, timed in config.baselines.items():
+                    if (verdict.device, attempt.task, config.index, name) not in seen:
+                        seen.add((verdict.device, attempt.task, config.index, name))
+                        times.append((BASELINES.get(name, name), timed.time_ms, name))
                 for series_name, time_ms, who in times:
                     if isinstance(time_ms, int | float) and time_ms > 0:
-                        text = f"{attempt.task} config {config['index']}<br>{who}<br>{time_ms:.4g} ms"
+                        text = f"{attempt.task} config {config.index}<br>{who}<br>{time_ms:.4g} ms"
                         series.setdefault(series_name, []).append(
                             (flops / moved, flops / time_ms / 1e6, text)
                         )
     return series
-
-
-def _peak_gflops(peaks: dict[str, Any]) -> float:
-    rates = [*(peaks.get("matrix_tflops") or {}).values(), *(peaks.get("vector_tflops") or {}).values()]
-    return 1e3 * max((r for r in rates if isinstance(r, int | float)), default=0.0)
 
 
 def roofline_figure(views: list[RunView]) -> go.Figure | None:
@@ -175,8 +172,8 @@ def roofline_figure(views: list[RunView]) -> go.Figure | None:
     intensities = [p[0] for p in points]
     low, high = min(intensities) / 4, max(intensities) * 4
     above_a_roof = False
-    for peaks in {p["device"]: p for v in views for p in v.peaks}.values():
-        bandwidth, compute = peaks.get("memory_gb_per_s") or 0.0, _peak_gflops(peaks)
+    for peaks in {p.device: p for v in views for p in v.peaks}.values():
+        bandwidth, compute = peaks.memory_gb_per_s, 1e3 * peaks.max_tflops()
         if bandwidth <= 0 or compute <= 0:
             continue
         above_a_roof |= any(gflops > intensity * bandwidth for intensity, gflops, _ in points)
@@ -187,7 +184,7 @@ def roofline_figure(views: list[RunView]) -> go.Figure | None:
             y=[min(compute, x * bandwidth) for x in xs],
             mode="lines",
             line={"dash": "dash"},
-            name=f"roof of {peaks['device']}: {bandwidth:.0f} GB/s, {compute / 1e3:.3g} TFLOP/s (measured)",
+            name=f"roof of {peaks.device}: {bandwidth:.0f} GB/s, {compute / 1e3:.3g} TFLOP/s (measured)",
         )
     if above_a_roof:
         note = "<br>".join(textwrap.wrap(ABOVE_THE_ROOF, NOTE_CHARS))
@@ -218,7 +215,7 @@ def _progress(view: RunView) -> list[tuple[int, float | None, float]]:
 
 def progress_figure(views: list[RunView]) -> go.Figure | None:
     """The search's best so far by round and by spend, for runs that searched (rounds or model cost)."""
-    searched = [v for v in views if len({a.round for a in v.attempts}) > 1 or v.cost is not None]
+    searched = [v for v in views if len({a.round for a in v.attempts}) > 1 or v.summary.cost is not None]
     if not searched:
         return None
     figure = make_subplots(rows=1, cols=2, subplot_titles=["by round", "by cost"], shared_yaxes=True)

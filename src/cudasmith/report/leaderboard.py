@@ -8,9 +8,10 @@ from rich.table import Table
 
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.report.verdict_table import status_markup
-from cudasmith.store.metrics import FAST_P, Summary
+from cudasmith.store.metrics import FAST_P
 from cudasmith.store.rules import RULE_TITLES
 from cudasmith.store.runs import RunView
+from cudasmith.store.summary import RunSummary
 from cudasmith.wording import plural
 
 # Leaderboards rank runs by this fast_p against eager PyTorch: correct and faster.
@@ -27,7 +28,7 @@ def times(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}×"
 
 
-def dollars(value: float | None, summary: Summary) -> str:
+def dollars(value: float | None, summary: RunSummary) -> str:
     """A cost in US dollars: 'no model' when none was called, 'unknown' when a price was unknown."""
     if summary.cost is None:
         return "no model"
@@ -56,7 +57,7 @@ def leaderboard(views: list[RunView]) -> tuple[list[str], list[list[str]]]:
     rows = [
         row("device", [v.run.device_name for v in ranked]),
         row("tasks", [str(s.tasks) for s in summaries]),
-        row("kernels judged", [str(s.attempts) for s in summaries]),
+        row("kernels with a verdict", [str(s.attempts) for s in summaries]),
         row("correct", [f"{s.correct} ({percent(s.correctness_rate)})" for s in summaries]),
     ]
     for baseline in _baselines(views):
@@ -85,7 +86,7 @@ def leaderboard(views: list[RunView]) -> tuple[list[str], list[list[str]]]:
 BASELINE_TITLES = {**BASELINES, "expert": "the task's EXPERT implementation"}
 BASELINE_LEGEND = "; ".join(f"{name} = {title}" for name, title in BASELINE_TITLES.items())
 LEGEND = (
-    "fast_p: share of all kernels judged that are correct and more than p× faster than the baseline "
+    "fast_p: share of all kernels with a verdict that are correct and more than p× faster than the baseline "
     "(fast_0 is the share correct); speedups: geometric mean over a kernel's configs, baseline time over "
     "kernel time, timed side by side on the device named, over correct kernels; pass@k: unbiased "
     f"estimator, mean over tasks; % SOL: of the device's measured peaks. Baselines: {BASELINE_LEGEND}."
@@ -110,9 +111,11 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
     """One run's verdicts per status, rejections per rule, pass@k and, for a re-judged run, the claims."""
     console = console or Console()
     summary = view.summary
-    statuses = ", ".join(f"{status_markup(s)} {n}" for s, n in summary.statuses.items())
-    kernels, tasks = plural(summary.attempts, "kernel"), plural(summary.tasks, "task")
-    console.print(f"[bold]{view.run.id}[/]: {kernels} judged on {tasks}: {statuses}")
+    counts = summary.counts
+    outcomes = ", ".join(f"{status_markup(s)} {n}" for s, n in counts.outcomes.items())
+    candidates, tasks = plural(counts.candidates, "candidate"), plural(summary.tasks, "task")
+    console.print(f"[bold]{view.run.id}[/]: {candidates} on {tasks}: {outcomes}")
+    console.print(f"  {counts.judged} judged, {counts.cached} from the cache", highlight=False)
     for rule, count in summary.rules.items():
         console.print(f"  rejected {count}× for {rule}: {RULE_TITLES.get(rule, 'a rule not named here')}")
     if summary.noisy_timing:
@@ -138,12 +141,12 @@ def print_run_details(view: RunView, console: Console | None = None) -> None:
             f"  the other judge called {summary.claimed_correct} correct; {summary.held_up} held up here"
             + "".join(f"; {n} {what}" for what, n in summary.claimed_fell.items())
         )
-    if view.cost is not None and view.cost.unpriced_calls:
-        unpriced = plural(view.cost.unpriced_calls, "answer")
+    if summary.cost is not None and summary.cost.total.unpriced_completions:
+        unpriced = plural(summary.cost.total.unpriced_completions, "answer")
         console.print(f"  [dim]{unpriced} had no known price: cost unknown[/]")
-    if view.skipped:
+    if counts.skipped:
         console.print(
-            f"  [dim]{plural(view.skipped, 'candidate')} skipped by design: (near) duplicates of earlier ones[/]"
+            f"  [dim]{plural(counts.skipped, 'candidate')} skipped by design: (near) duplicates of earlier ones[/]"
         )
-    if view.unjudged:
-        console.print(f"  [dim]{plural(view.unjudged, 'candidate')} not judged yet[/]")
+    if counts.unjudged:
+        console.print(f"  [dim]{plural(counts.unjudged, 'candidate')} not judged yet[/]")

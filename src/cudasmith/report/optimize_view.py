@@ -16,6 +16,7 @@ from cudasmith.exec.base import describe_executor
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.state import Snapshot
+from cudasmith.store.summary import RunSummary
 from cudasmith.wording import plural
 
 
@@ -97,51 +98,51 @@ def live_view(title: str, terminal: bool, console: Console | None = None) -> Ite
         yield update
 
 
-def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
-    """The run's outcome: best kernel, verdicts per status, cost, the judge's time, the verifier."""
+def print_summary(summary: RunSummary, console: Console | None = None) -> None:
+    """The run's outcome: best kernel, candidates per outcome, cost, the judge's time, the verifier."""
     console = console or Console(emoji=False, highlight=False)
-    best = summary.get("best")
+    best = summary.best
     headline = "no correct kernel found"
     if best is not None:
-        shown = _speedups(best["speedups"])
-        if best.get("screened_speedup") is not None:
-            shown = _screened(best["screened_speedup"])
-        headline = f"best: candidate {best['candidate']} · {shown}"
-        if best.get("sol_pct") is not None:
-            headline += f" · {best['sol_pct']:.0f} % of speed of light"
+        shown = (
+            _speedups(best.speedups) if best.screened_speedup is None else _screened(best.screened_speedup)
+        )
+        headline = f"best: candidate {best.candidate} · {shown}"
+        if best.sol_pct is not None:
+            headline += f" · {best.sol_pct:.0f} % of speed of light"
     console.print(f"[bold]{escape(headline)}[/]")
-    console.print(
-        escape(
-            f"{summary['task']} · {summary['strategy']} · {', '.join(summary['models'])} · {summary['device']}"
-        ),
-        style="dim",
-    )
+    models = ", ".join(summary.models)
+    console.print(escape(f"{summary.task} · {summary.strategy} · {models} · {summary.device}"), style="dim")
     table = Table(show_edge=False, pad_edge=False, show_header=False)
     table.add_column(justify="left")
     table.add_column(justify="left")
-    counts = ", ".join(f"{status_markup(status)} {count}" for status, count in summary["counts"].items())
-    cost = summary["cost"]
-    judge = summary["judge"]
-    llm = summary["llm"]
-    latency = "–" if llm["latency_median_s"] is None else f"{llm['latency_median_s']:.1f} s median"
+    counts = summary.counts
+    outcomes = ", ".join(f"{status_markup(status)} {count}" for status, count in counts.outcomes.items())
+    judge, llm = summary.judge, summary.llm
     rows = [
-        ("candidates", f"{summary['candidates']} in {plural(summary['rounds'], 'round')}: {counts}"),
+        ("candidates", f"{counts.candidates} in {plural(counts.rounds, 'round')}: {outcomes}"),
         (
             "judge",
-            f"{summary['judged']} judged, {summary['cached']} from the cache, busy {judge['busy_s']:.1f} s, "
-            f"idle waiting for answers {judge['idle_waiting_s']:.1f} s",
+            f"{counts.judged} judged, {counts.cached} from the cache, busy {judge.busy_s:.1f} s, "
+            f"idle waiting for answers {judge.idle_waiting_s:.1f} s",
         ),
-        *([("lanes", describe_executor(summary["executor"]))] if summary.get("executor") else []),
-        ("model calls", f"{llm['calls']} ({llm['failed_calls']} failed), latency {latency}"),
-        (
-            "cost",
-            f"{_money(cost['known_usd'], cost['unpriced_answers'])}; {cost['input_tokens']:,} tokens in, "
-            f"{cost['output_tokens']:,} out",
-        ),
-        ("stopped", summary.get("stop_reason") or "–"),
+        *([("lanes", describe_executor(summary.executor))] if summary.executor else []),
     ]
-    verifier = summary.get("verifier")
-    if verifier:
+    if llm is not None:
+        latency = "–" if llm.latency_median_s is None else f"{llm.latency_median_s:.1f} s median"
+        rows.append(("model calls", f"{llm.calls} ({llm.failed_calls} failed), latency {latency}"))
+    if summary.cost is not None:
+        total = summary.cost.total
+        rows.append(
+            (
+                "cost",
+                f"{_money(total.cost_usd, total.unpriced_completions)}; {total.input_tokens:,} tokens in, "
+                f"{total.output_tokens:,} out",
+            )
+        )
+    rows.append(("stopped", summary.stop_reason or "–"))
+    verifier = summary.verifier
+    if verifier is not None:
 
         def share(value: float | None) -> str:
             return "–" if value is None else f"{value:.0%}"
@@ -149,14 +150,14 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         rows.append(
             (
                 "verifier",
-                f"{verifier['model']}: precision {share(verifier['precision'])}, recall {share(verifier['recall'])} "
-                f"of its 'fail' against the judge ({verifier['reviewed']} reviewed; "
-                f"{verifier['deferred_unjudged']} it failed were never judged)",
+                f"{verifier.model}: precision {share(verifier.precision)}, recall {share(verifier.recall)} "
+                f"of its 'fail' against the judge ({verifier.reviewed} reviewed; "
+                f"{verifier.deferred_unjudged} it failed were never judged)",
             )
         )
     for label, value in rows:
         table.add_row(label, value if label == "candidates" else escape(value))
     console.print(table)
-    if summary.get("best_path"):
-        console.print(escape(f"best kernel: {summary['best_path']}"))
-    console.print(escape(f"run {summary['run_id']} (resume with --resume {summary['run_id']})"), style="dim")
+    if summary.best_path:
+        console.print(escape(f"best kernel: {summary.best_path}"))
+    console.print(escape(f"run {summary.run_id} (resume with --resume {summary.run_id})"), style="dim")

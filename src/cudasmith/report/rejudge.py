@@ -19,7 +19,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from cudasmith.harness.verdict import Verdict
 from cudasmith.store import CandidateRecord
+from cudasmith.store.integrity import TAMPERED_REASON
 from cudasmith.store.metrics import speedup_of
 from cudasmith.store.rules import rule_broken
 
@@ -46,15 +48,15 @@ COLUMNS = (
 SHOWN_OPS = 3
 
 
-def kind_of(verdict: dict[str, Any]) -> str:
+def kind_of(verdict: Verdict) -> str:
     """What a verdict makes of a kernel: CUSTOM, MIXED, REWRITE, or what it failed with ('incorrect',
     'rejected: caching', 'timeout'…). Untimed, a kernel that ran no PyTorch compute counts as custom."""
-    if verdict.get("status") != "correct":
+    if not verdict.correct:
         rule = rule_broken(verdict)
-        return f"rejected: {rule}" if rule else str(verdict.get("status"))
-    share = verdict.get("own_share")
+        return f"rejected: {rule}" if rule else verdict.status.value
+    share = verdict.own_share
     if not isinstance(share, int | float):
-        return REWRITE if verdict.get("torch_ops") else CUSTOM
+        return REWRITE if verdict.torch_ops else CUSTOM
     if share >= CUSTOM_MIN_SHARE:
         return CUSTOM
     return MIXED if share >= MIXED_MIN_SHARE else REWRITE
@@ -102,7 +104,7 @@ def rejudged(candidates: list[CandidateRecord]) -> list[RejudgedKernel]:
     kernels = []
     for candidate in candidates:
         verdict = candidate.verdict
-        if verdict is None:
+        if candidate.status is None:
             continue
         meta = candidate.meta
         kernels.append(
@@ -112,14 +114,14 @@ def rejudged(candidates: list[CandidateRecord]) -> list[RejudgedKernel]:
                 file=Path(candidate.path or candidate.key).name,
                 claimed_correct=meta.get("claimed_correct"),
                 claimed_speedup=meta.get("claimed_speedup"),
-                status=str(verdict.get("status")),
-                kind=kind_of(verdict),
+                status=candidate.status,
+                kind=candidate.status if verdict is None else kind_of(verdict),
                 speedup=speedup_of(verdict),
-                own_share=verdict.get("own_share"),
-                torch_ops=dict(verdict.get("torch_ops") or {}),
-                rules=str(verdict.get("rules") or "strict"),
-                reason=str(verdict.get("reason") or ""),
-                kernelbench_tolerance=verdict.get("kernelbench_tolerance"),
+                own_share=None if verdict is None else verdict.own_share,
+                torch_ops={} if verdict is None else dict(verdict.torch_ops),
+                rules="strict" if verdict is None else verdict.rules,
+                reason=TAMPERED_REASON if verdict is None else verdict.reason,
+                kernelbench_tolerance=None if verdict is None else verdict.kernelbench_tolerance,
             )
         )
     return kernels

@@ -71,7 +71,7 @@ class Admission:
                 record.parse.get("reason", ""),
                 record.parse.get("notes", []),
             )
-            store.record_verdict(candidate.id, verdict.to_dict(), self.s.cache_key, None, run_id)
+            store.record_verdict(candidate.id, verdict, self.s.cache_key, None, run_id)
             candidate.verdict = verdict
             self._observe(candidate, None)
             return
@@ -85,7 +85,7 @@ class Admission:
         # A screened verdict was held to another run's bar: it is judged again, never reused.
         if cached is not None and not screened_only(cached.verdict):
             store.use_cached_verdict(candidate.id, cached.id)
-            candidate.verdict = candidate_from_record(store.candidate(candidate.id)).verdict
+            candidate.verdict = store.candidate(candidate.id).verdict
             self._observe(candidate, None)
             return
         path = self.s.run_dir / self.s.file_name(record.key, candidate.id)
@@ -156,7 +156,7 @@ class Admission:
         # Stored at once: a run killed while the facts below are gathered does not judge it again.
         store.record_verdict(
             candidate.id,
-            verdict.to_dict(),
+            verdict,
             self.s.cache_key,
             code_hash(candidate.source),
             self.s.run.id,

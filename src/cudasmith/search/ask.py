@@ -21,13 +21,13 @@ from cudasmith.errors import BudgetExhausted, LLMError, UsageError
 from cudasmith.exec import make_executor
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.wire.status import Status
 from cudasmith.llm import LLMConfig, load_llm_config, make_client
 from cudasmith.llm.base import Completion
 from cudasmith.llm.replay import RESPONSES_FILE
 from cudasmith.search.config import OptimizeConfig
 from cudasmith.search.driver import drive
 from cudasmith.search.ensemble import Ensemble
-from cudasmith.search.feedback import verdict_from_dict
 from cudasmith.search.hardware import Hardware, describe_hardware
 from cudasmith.search.judge import cache_key
 from cudasmith.search.parsing import ParsedAnswer
@@ -129,8 +129,9 @@ def _candidates(search: Any, run_dir: Path) -> list[JudgedAnswer]:
         parsed = ParsedAnswer(
             record.source, parse.get("reason", ""), parse.get("kind", "none"), parse.get("notes", [])
         )
-        verdict = verdict_from_dict(record.verdict or {"status": "compile_error", "reason": "not judged"})
-        (run_dir / f"candidate_{index}.verdict.json").write_text(json.dumps(record.verdict, indent=2) + "\n")
+        stored = None if record.verdict is None else record.verdict.to_dict()
+        (run_dir / f"candidate_{index}.verdict.json").write_text(json.dumps(stored, indent=2) + "\n")
+        verdict = record.verdict or Verdict(Status.COMPILE_ERROR, "not judged", "", "", "")
         path = None if record.path is None else Path(record.path)
         found.append(
             JudgedAnswer(index, Completion.from_dict(answer.completion_dict()), parsed, verdict, path)

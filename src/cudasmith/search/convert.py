@@ -9,7 +9,6 @@ from cudasmith.harness.nsight import NcuProfile
 from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.llm import Message, Request
-from cudasmith.search.feedback import verdict_from_dict
 from cudasmith.search.prompts import Prompt
 from cudasmith.search.resources import KernelResources, describe_resources
 from cudasmith.search.strategies.base import SearchCandidate
@@ -58,7 +57,7 @@ def candidate_from_record(record: CandidateRecord) -> SearchCandidate:
         island=record.island,
         source=record.source,
         model=record.meta.get("model"),
-        verdict=None if record.verdict is None else verdict_from_dict(record.verdict),
+        verdict=record.verdict,
         skipped=record.skipped,
         facts=facts_from_meta(record.meta),
         meta=record.meta,

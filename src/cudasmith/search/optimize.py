@@ -1,7 +1,7 @@
 """`cudasmith.optimize`: search for a faster kernel with language models, on the run store.
 
 result = cudasmith.optimize("level1/softmax", ["openai:gpt-5-mini"], strategy="fsr", n=4, depth=5)
-result.best_path, result.summary["best_speedup"]
+result.best_path, result.summary.best_speedup
 cudasmith.optimize(resume=result.run_id)       # goes on after a crash, nothing asked or judged twice
 """
 
@@ -28,9 +28,10 @@ from cudasmith.search.judge import JudgeFactory, cache_key
 from cudasmith.search.prompts import PromptBuilder
 from cudasmith.search.state import Search, Snapshot
 from cudasmith.search.strategies import STRATEGIES, SearchContext, best
-from cudasmith.search.summary import summarize
 from cudasmith.store import Run, RunStore
+from cudasmith.store.runs import load_run
 from cudasmith.store.start import new_run
+from cudasmith.store.summary import RunSummary
 from cudasmith.tasks.problem import Problem, load_problem
 
 
@@ -41,16 +42,16 @@ class OptimizeResult:
     run_id: str
     store_path: Path
     best_path: Path | None
-    summary: dict[str, Any]
+    summary: RunSummary
 
     @property
     def best_speedup(self) -> float | None:
         """The best correct kernel's geometric-mean speedup over eager PyTorch."""
-        return self.summary.get("best_speedup")
+        return self.summary.best_speedup
 
     def to_dict(self) -> dict[str, Any]:
         """The summary, as `optimize --json` prints it."""
-        return {**self.summary, "store": str(self.store_path)}
+        return {**self.summary.to_dict(), "store": str(self.store_path)}
 
 
 def _new_run(
@@ -167,7 +168,6 @@ def optimize(
         seed=run.secret_seed or 0,
     )
     run_dir = Path(run.directory or run_store.path.parent / run.id)
-    previous_idle = float(((run.summary or {}).get("judge") or {}).get("idle_waiting_s") or 0.0)
     try:
         lanes = make_executor(
             executor, options.device, gpus, address, build_workers, judge_factory, options.in_flight
@@ -208,14 +208,15 @@ def optimize(
         best_path.parent.mkdir(parents=True, exist_ok=True)
         best_path.write_text(top.source)
     run_store.update_run(run.id, status="finished", stop_reason=outcome.stop_reason)
-    run = run_store.run(run.id)
-    summary = summarize(
-        run_store,
-        run,
-        previous_idle + outcome.judge_idle_waiting_s,
-        None if best_path is None else str(best_path),
+    # The store's summary, with what only this process knew (a resumed run's idle time adds up).
+    summary = load_run(run_store, run.id).summary
+    idle_s = round(summary.judge.idle_waiting_s + outcome.judge_idle_waiting_s, 3)
+    summary = replace(
+        summary,
+        judge=replace(summary.judge, idle_waiting_s=idle_s),
+        best_path=None if best_path is None else str(best_path),
+        errors=outcome.errors,
+        executor=lane_stats,
     )
-    summary["errors"] = outcome.errors
-    summary["executor"] = lane_stats
-    run_store.update_run(run.id, summary=summary)
+    run_store.update_run(run.id, summary=summary.to_dict())
     return OptimizeResult(run.id, run_store.path, best_path, summary)

@@ -7,7 +7,7 @@ Where: `./runs/cudasmith.db` (beside the run directories), or `$CUDASMITH_STORE`
     with RunStore() as store:
         run = store.create_run(new_run("bench", task, problem.source_hash, device, seed))  # store.start
         candidate = store.add_candidate(run.id, "file:a.py", "file", source=text, code_hash=code_hash(text))
-        store.record_verdict(candidate.id, verdict.to_dict(), key, candidate.code_hash, run.id)
+        store.record_verdict(candidate.id, verdict, key, candidate.code_hash, run.id)
 
 Tables (JSON columns are TEXT holding JSON; times are ISO 8601 UTC):
 

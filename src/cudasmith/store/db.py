@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from cudasmith.errors import UsageError
+from cudasmith.harness.verdict import Verdict
 from cudasmith.store.integrity import CANDIDATE_SELECT, masked_seed, verdict_mac
 from cudasmith.store.records import (
     CacheKey,
@@ -298,7 +299,7 @@ class RunStore:
     def record_verdict(
         self,
         candidate_id: int,
-        verdict: dict[str, Any],
+        verdict: Verdict,
         key: CacheKey,
         code_hash: str | None,
         run_id: str | None,
@@ -306,13 +307,14 @@ class RunStore:
     ) -> int:
         """Store a verdict the judge just gave (the evaluation cache's entry) and its baseline times, and
         link it to the candidate; returns the verdict's id."""
+        encoded = verdict.to_dict()
         columns = {
             "code_hash": code_hash,
             **asdict(key),
             "run_id": run_id,
-            "status": verdict["status"],
-            "speedup": verdict.get("speedup"),
-            "verdict": json.dumps(verdict),
+            "status": encoded["status"],
+            "speedup": encoded["speedup"],
+            "verdict": json.dumps(encoded),
         }
         with self._write() as db:
             row = {
@@ -322,21 +324,21 @@ class RunStore:
                 "created_at": now_iso(STORE_TIMESPEC),
             }
             verdict_id = _insert(db, "verdicts", row)
-            for config in verdict.get("configs", []):
-                for name, timed in (config.get("baselines") or {}).items():
-                    if timed.get("time_ms") is None:
+            for config in verdict.configs:
+                for name, timed in config.baselines.items():
+                    if timed.time_ms is None:
                         continue
                     row = {
                         "verdict_id": verdict_id,
                         "task_version": key.task_version,
                         "device_name": key.device_name,
-                        "config_index": config["index"],
-                        "config": _dumps(config["config"]),
+                        "config_index": config.index,
+                        "config": _dumps(config.config),
                         "name": name,
-                        "time_ms": timed["time_ms"],
-                        "ci95_ms": _dumps(timed.get("ci95_ms")),
-                        "sol_pct": timed.get("sol_pct"),
-                        "measured_at": timed.get("measured_at"),
+                        "time_ms": timed.time_ms,
+                        "ci95_ms": _dumps(timed.ci95_ms),
+                        "sol_pct": timed.sol_pct,
+                        "measured_at": timed.measured_at,
                     }
                     _insert(db, "baselines", row)
             db.execute(
@@ -433,6 +435,7 @@ class RunStore:
                     response,
                     candidate.source,
                     candidate.verdict,
+                    candidate.status,
                     candidate.operator,
                     candidate.parents,
                 )

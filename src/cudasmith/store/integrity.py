@@ -2,8 +2,8 @@
 (runtime/seal.py), and each run's secret seed is kept masked by it.
 
 A row that fails its check was written by something other than the judge (a candidate that reached the
-file, a hand with the sqlite3 command): it is never reused from the evaluation cache, and everything
-that reads verdicts (bench's summary, `report`) sees it as a verdict of status "tampered".
+file, a hand with the sqlite3 command): it is never reused from the evaluation cache, its content is never
+decoded, and everything that reads verdicts (bench's summary, `report`) counts it under status "tampered".
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cudasmith.harness.verdict import Verdict
 from cudasmith.runtime import seal
 
 # The verdict row's columns under its MAC (all but its id, wall time and creation time).
@@ -41,16 +42,11 @@ def verdict_intact(columns: dict[str, Any], mac: str | None) -> bool:
     return seal.verify(mac, VERDICT_PURPOSE, json.dumps([columns.get(name) for name in VERDICT_COLUMNS]))
 
 
-def tampered_verdict() -> dict[str, Any]:
-    """What readers see in place of a verdict that fails its MAC (nothing of its content is kept)."""
-    return {"status": TAMPERED, "reason": TAMPERED_REASON, "configs": [], "speedup": None}
-
-
-def stored_verdict(columns: dict[str, Any], mac: str | None) -> dict[str, Any]:
-    """A verdict row's verdict, or the tampered stand-in."""
+def stored_verdict(columns: dict[str, Any], mac: str | None) -> Verdict | None:
+    """A verdict row's verdict; None for a row that fails its MAC (nothing of its content is read)."""
     if not verdict_intact(columns, mac):
-        return tampered_verdict()
-    return json.loads(columns["verdict"])
+        return None
+    return Verdict.from_dict(json.loads(columns["verdict"]))
 
 
 def split_joined(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:

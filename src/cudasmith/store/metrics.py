@@ -1,6 +1,8 @@
-"""The numbers a kernel benchmark publishes, as pure functions over verdicts (`Verdict.to_dict()`).
+"""The numbers a kernel benchmark publishes, as pure functions over attempts and their verdicts.
 
-Definitions (every rate is over all attempts, every speedup is a candidate's geometric mean over its
+Definitions (an attempt is a candidate that got a verdict: judged, taken from the evaluation cache, or an
+answer with no code; a candidate the search skipped as a repeat of another is no attempt, since nothing
+judged it. Every rate is over all attempts, every speedup is a candidate's geometric mean over its
 configs, baseline time over candidate time, measured side by side on one device):
 
 - correctness rate: correct attempts / attempts.
@@ -15,7 +17,7 @@ configs, baseline time over candidate time, measured side by side on one device)
 - % of speed of light of a kernel: the median over its timed configs of speed-of-light time over its
   time (cudasmith device's measured peaks); the benchmark reports the median over correct kernels.
 - cost: US dollars of the model calls, per correct kernel and per task; unknown when any call's price
-  is unknown (never taken as zero), absent when no model was called.
+  is unknown (never taken as zero), absent when no model was called (summary.py).
 """
 
 from __future__ import annotations
@@ -23,12 +25,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from cudasmith.harness.verdict import geometric_mean
+from cudasmith.harness.verdict import Verdict, geometric_mean
 from cudasmith.harness.walls.sandbox import NOT_ISOLATED
-from cudasmith.harness.wire.status import STATUSES
+from cudasmith.store.integrity import TAMPERED
 from cudasmith.store.rules import rule_broken
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -38,67 +39,87 @@ BASELINE_ORDER = ("eager", "compile", "compile-max-autotune", "expert")
 
 @dataclass(frozen=True)
 class Attempt:
-    """One kernel attempted at a task: a solution file or a model's sample, with the judge's verdict.
+    """One kernel attempted at a task: a solution file or a model's sample, with the judge's verdict
+    (None when its stored row fails its MAC: it counts as TAMPERED, never as correct).
 
     `claimed_correct` is what another judge said of the same file (KernelBench's eval_results.json),
-    None when nothing was claimed; `round` and `cost_usd` (cumulative spend of the run when it was
-    made) place it in a search."""
+    None when nothing was claimed; `candidate`, `model`, `round` and `cost_usd` (cumulative spend of the
+    run when it was made) place it in a search."""
 
     task: str
-    verdict: dict[str, Any]
+    verdict: Verdict | None
     label: str = ""
     sample: int = 0
     round: int | None = None
     cost_usd: float | None = None
     claimed_correct: bool | None = None
+    candidate: int | None = None
+    model: str | None = None
+
+    @property
+    def status(self) -> str:
+        """The verdict's status; TAMPERED when the stored verdict fails its MAC."""
+        return TAMPERED if self.verdict is None else self.verdict.status.value
 
     @property
     def correct(self) -> bool:
         """True when the judge found it correct."""
-        return self.verdict.get("status") == "correct"
+        return self.verdict is not None and self.verdict.correct
 
 
-def speedup_of(verdict: dict[str, Any], baseline: str = "eager") -> float | None:
+def speedup_of(verdict: Verdict | None, baseline: str = "eager") -> float | None:
     """A correct verdict's geometric-mean speedup against `baseline`; None when incorrect or untimed."""
-    if verdict.get("status") != "correct":
+    if verdict is None or not verdict.correct:
         return None
-    value = (verdict.get("speedups") or {}).get(baseline)
+    value = verdict.speedups.get(baseline)
     if value is None and baseline == "eager":
-        value = verdict.get("speedup")
+        value = verdict.speedup
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def screened_only(verdict: dict[str, Any]) -> bool:
+def screened_only(verdict: Verdict | None) -> bool:
     """A correct verdict whose candidate a search screened and did not confirm (harness/confirm.py): it has
     a screened speedup and no time, so speedup_of gives None and it is never counted fast."""
-    screen = verdict.get("screen")
-    return (
-        verdict.get("status") == "correct" and isinstance(screen, dict) and screen.get("confirmed") is False
-    )
+    return verdict is not None and verdict.correct and verdict.screened_only
 
 
-def screened_speedup_of(verdict: dict[str, Any]) -> float | None:
+def screened_speedup_of(verdict: Verdict | None) -> float | None:
     """A screened-only verdict's screened speedup over eager PyTorch (never a measurement's); None otherwise."""
-    value = (verdict.get("screen") or {}).get("speedup") if screened_only(verdict) else None
+    value = (
+        verdict.screen.speedup if verdict is not None and verdict.screen and screened_only(verdict) else None
+    )
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def sol_pct_of(verdict: dict[str, Any]) -> float | None:
+def sol_pct_of(verdict: Verdict | None) -> float | None:
     """A verdict's % of speed of light: the median over its timed configs; None when none was timed."""
-    values = [c["sol_pct"] for c in verdict.get("configs") or [] if isinstance(c.get("sol_pct"), int | float)]
+    values = [c.sol_pct for c in verdict.configs if isinstance(c.sol_pct, int | float)] if verdict else []
     return statistics.median(values) if values else None
 
 
-def noisy_timing(verdict: dict[str, Any]) -> bool:
+def noisy_timing(verdict: Verdict | None) -> bool:
     """A correct verdict with a config whose timing stopped before the noise target: its speedup is
     known only to a range (the configs' speedup_ci95)."""
-    return verdict.get("status") == "correct" and any(c.get("noisy") for c in verdict.get("configs") or [])
+    return verdict is not None and verdict.correct and any(c.noisy for c in verdict.configs)
+
+
+def filesystem_not_isolated(verdict: Verdict | None) -> bool:
+    """Whether the candidate's worker ran with no filesystem sandbox (verdicts from before there was one,
+    or never run in a worker, do not count)."""
+    filesystem = verdict.isolation.get("filesystem") if verdict else None
+    return isinstance(filesystem, str) and filesystem.startswith(NOT_ISOLATED)
+
+
+def fastest_first(speedup: float | None, candidate_id: int) -> tuple[float, int]:
+    """The order of correct kernels, fastest first (one correct but untimed counts as 1x), the earlier of
+    equals first: how the search and the run's summary pick the best kernel."""
+    return (-(speedup or 1.0), candidate_id)
 
 
 def baselines_timed(attempts: list[Attempt]) -> list[str]:
     """The baselines any correct attempt was timed against, in report order."""
-    seen = {name for a in attempts for name in (a.verdict.get("speedups") or {})}
-    if any(a.verdict.get("speedup") is not None for a in attempts):
+    seen = {name for a in attempts if a.verdict for name in a.verdict.speedups}
+    if any(a.verdict is not None and a.verdict.speedup is not None for a in attempts):
         seen.add("eager")
     return [*(b for b in BASELINE_ORDER if b in seen), *sorted(seen - set(BASELINE_ORDER))]
 
@@ -162,48 +183,6 @@ class BaselineFigures:
     timed: int
 
 
-@dataclass
-class Cost:
-    """What the model calls of a run cost: total US dollars (None when some price is unknown)."""
-
-    total_usd: float | None
-    calls: int
-    unpriced_calls: int = 0
-
-
-@dataclass
-class Summary:
-    """Everything a bench reports about one set of attempts (see the module's definitions)."""
-
-    attempts: int
-    tasks: int
-    correct: int
-    correctness_rate: float | None
-    baselines: dict[str, BaselineFigures]
-    pass_at_k: dict[str, float | None]
-    median_sol_pct: float | None
-    statuses: dict[str, int]
-    rules: dict[str, int]
-    # Correct attempts timed noisily (see noisy_timing).
-    noisy_timing: int = 0
-    # Correct attempts a search screened and did not confirm: no time, no speedup (see screened_only).
-    screened: int = 0
-    cost: Cost | None = None
-    cost_per_correct_usd: float | None = None
-    cost_per_task_usd: float | None = None
-    # Re-judging another judge's verdicts: how many it called correct, how many of those held up here,
-    # and per status and rule what became of the others.
-    claimed_correct: int | None = None
-    held_up: int | None = None
-    claimed_fell: dict[str, int] = field(default_factory=dict)
-    # Verdicts whose candidate ran without a filesystem sandbox (harness/walls/sandbox.py).
-    not_isolated: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form."""
-        return asdict(self)
-
-
 def _fast_key(p: float) -> str:
     return f"fast_{p:g}"
 
@@ -219,45 +198,18 @@ def baseline_figures(attempts: list[Attempt], baseline: str) -> BaselineFigures:
     )
 
 
-def _fell(attempt: Attempt) -> str:
+def fell_to(attempt: Attempt) -> str:
     """What became of a kernel another judge called correct: its status, and the rule for rejections."""
     rule = rule_broken(attempt.verdict)
-    return f"rejected: {rule}" if rule else str(attempt.verdict.get("status"))
+    return f"rejected: {rule}" if rule else attempt.status
 
 
-def summarize(attempts: list[Attempt], cost: Cost | None = None) -> Summary:
-    """The benchmark's numbers for a set of attempts and, when a model made them, what it cost."""
-    correct = sum(a.correct for a in attempts)
-    tasks = len({a.task for a in attempts})
+def rules_broken(attempts: list[Attempt]) -> dict[str, int]:
+    """Rejections per rule, most first."""
+    return dict(Counter(r for a in attempts if (r := rule_broken(a.verdict))).most_common())
+
+
+def median_sol_pct(attempts: list[Attempt]) -> float | None:
+    """The median % of speed of light over the correct attempts that were timed."""
     sol = [s for a in attempts if a.correct and (s := sol_pct_of(a.verdict)) is not None]
-    statuses = Counter(str(a.verdict.get("status")) for a in attempts)
-    claimed = [a for a in attempts if a.claimed_correct]
-    any_claims = any(a.claimed_correct is not None for a in attempts)
-    total = None if cost is None else cost.total_usd
-    return Summary(
-        attempts=len(attempts),
-        tasks=tasks,
-        correct=correct,
-        correctness_rate=correct / len(attempts) if attempts else None,
-        baselines={b: baseline_figures(attempts, b) for b in baselines_timed(attempts)},
-        pass_at_k={f"pass@{k}": mean_pass_at_k(attempts, k) for k in pass_ks(attempts)},
-        median_sol_pct=statistics.median(sol) if sol else None,
-        statuses={s: statuses[s] for s in (*STATUSES, *sorted(set(statuses) - set(STATUSES))) if statuses[s]},
-        rules=dict(Counter(r for a in attempts if (r := rule_broken(a.verdict))).most_common()),
-        noisy_timing=sum(noisy_timing(a.verdict) for a in attempts),
-        screened=sum(screened_only(a.verdict) for a in attempts),
-        cost=cost,
-        cost_per_correct_usd=total / correct if total is not None and correct else None,
-        cost_per_task_usd=total / tasks if total is not None and tasks else None,
-        claimed_correct=len(claimed) if any_claims else None,
-        held_up=sum(a.correct for a in claimed) if any_claims else None,
-        claimed_fell=dict(Counter(_fell(a) for a in claimed if not a.correct).most_common()),
-        not_isolated=sum(filesystem_not_isolated(a.verdict) for a in attempts),
-    )
-
-
-def filesystem_not_isolated(verdict: dict[str, Any]) -> bool:
-    """Whether the candidate's worker ran with no filesystem sandbox (verdicts from before there was one,
-    or never run in a worker, do not count)."""
-    filesystem = (verdict.get("isolation") or {}).get("filesystem")
-    return isinstance(filesystem, str) and filesystem.startswith(NOT_ISOLATED)
+    return statistics.median(sol) if sol else None

@@ -8,6 +8,7 @@ import sqlite3
 from dataclasses import astuple, dataclass, field
 from typing import Any, Protocol
 
+from cudasmith.harness.verdict import Verdict
 from cudasmith.store.integrity import TAMPERED, masked_seed, split_joined, stored_verdict
 
 
@@ -141,6 +142,19 @@ class Usage:
         """Two tallies as one: `sum(by_model.values(), Usage())` is a run's."""
         return Usage(*(mine + theirs for mine, theirs in zip(astuple(self), astuple(other), strict=True)))
 
+    def to_dict(self) -> dict[str, int | float | None]:
+        """The JSON form, as a run's summary writes it ("answers" are completions; `usd` is None while
+        any answer's price is unknown, `known_usd` the sum of the known ones)."""
+        return {
+            "calls": self.calls,
+            "answers": self.completions,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "known_usd": self.cost_usd,
+            "unpriced_answers": self.unpriced_completions,
+            "usd": self.usd,
+        }
+
 
 @dataclass
 class CallRecord:
@@ -173,11 +187,12 @@ class CallRecord:
 
 @dataclass
 class CandidateRecord:
-    """One candidate solution and, once judged, its verdict (JSON of `Verdict.to_dict()`).
+    """One candidate solution and, once judged, its verdict.
 
     `parents` are candidate ids (the first is the one its prompt refined); `completion_id` links the
     answer it was parsed from (None for tunable variants and bench files); `skipped` says why it was
-    never judged; `observed` is the order in which the search took in its verdict."""
+    never judged; `observed` is the order in which the search took in its verdict. A candidate whose
+    verdict row fails its MAC has a `verdict_id` but no `verdict` (it is `tampered`)."""
 
     id: int
     run_id: str
@@ -199,7 +214,7 @@ class CandidateRecord:
     verdict_cached: bool
     observed: int | None
     created_at: str
-    verdict: dict[str, Any] | None = None
+    verdict: Verdict | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> CandidateRecord:
@@ -212,29 +227,38 @@ class CandidateRecord:
         return cls(**data, verdict=verdict)
 
     @property
+    def tampered(self) -> bool:
+        """Whether its verdict row fails its MAC (its content is not shown, nor reused)."""
+        return self.verdict_id is not None and self.verdict is None
+
+    @property
     def status(self) -> str | None:
-        """The verdict's status; None while unjudged."""
-        return None if self.verdict is None else self.verdict["status"]
+        """The verdict's status, TAMPERED for a row that fails its MAC; None while unjudged."""
+        if self.verdict is not None:
+            return self.verdict.status.value
+        return TAMPERED if self.tampered else None
 
 
 @dataclass
 class VerdictRecord:
-    """One run of the judge: the full verdict, keyed for the evaluation cache."""
+    """One run of the judge: the full verdict (None for a row that fails its MAC), keyed for the
+    evaluation cache."""
 
     id: int
     code_hash: str | None
     status: str
     speedup: float | None
-    verdict: dict[str, Any]
+    verdict: Verdict | None
     wall_s: float | None
     run_id: str | None
     created_at: str
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> VerdictRecord:
-        data = {k: row[k] for k in ("id", "code_hash", "status", "speedup", "wall_s", "run_id", "created_at")}
+        data = {k: row[k] for k in ("id", "code_hash", "speedup", "wall_s", "run_id", "created_at")}
         verdict = stored_verdict(dict(row), row["mac"])
-        return cls(**{**data, "status": verdict["status"]}, verdict=verdict)
+        status = TAMPERED if verdict is None else verdict.status.value
+        return cls(**data, status=status, verdict=verdict)
 
     @property
     def tampered(self) -> bool:
@@ -251,6 +275,8 @@ class Turn:
     messages: list[dict[str, str]]
     response: str | None
     source: str | None
-    verdict: dict[str, Any] | None
+    verdict: Verdict | None
+    # The verdict's status (TAMPERED for a row that fails its MAC); None while unjudged.
+    status: str | None
     operator: str | None
     parents: list[int]

@@ -7,24 +7,23 @@ A verdict stored before verdicts named their rule got its rule once, when the st
 
 from __future__ import annotations
 
-from typing import Any
-
-from cudasmith.harness.wire.status import Rule
+from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.wire.status import Rule, Status
 
 RULE_TITLES = {rule.value: rule.title for rule in Rule if rule.is_rejection}
 OTHER_RULE = Rule.OTHER.value
 
 
-def rule_broken(verdict: dict[str, Any]) -> str | None:
+def rule_broken(verdict: Verdict | None) -> str | None:
     """The id of the rule a rejected verdict broke (OTHER_RULE when it names none); None for verdicts that
-    are not rejections."""
-    if verdict.get("status") != "rejected":
+    are not rejections (and for a stored verdict that fails its MAC: None here)."""
+    if verdict is None or verdict.status is not Status.REJECTED:
         return None
-    return str(verdict.get("rule") or OTHER_RULE)
+    return str(verdict.rule or OTHER_RULE)
 
 
-def caught_by(verdict: dict[str, Any]) -> str | None:
+def caught_by(verdict: Verdict) -> str | None:
     """'static screen' when the source was refused before running, 'run time' for other rejections."""
-    if verdict.get("status") != "rejected":
+    if verdict.status is not Status.REJECTED:
         return None
-    return "static screen" if str(verdict.get("reason", "")).startswith("static screen:") else "run time"
+    return "static screen" if verdict.reason.startswith("static screen:") else "run time"

@@ -7,7 +7,6 @@ is unique in the run and stable: a resumed run matches stored calls by it.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -16,6 +15,7 @@ from cudasmith.harness.verdict import Verdict
 from cudasmith.search.config import OptimizeConfig
 from cudasmith.search.hardware import Hardware
 from cudasmith.search.prompts import Parent, Prompt, PromptBuilder
+from cudasmith.store.metrics import fastest_first, screened_speedup_of, sol_pct_of, speedup_of
 from cudasmith.tasks.problem import Problem
 
 # How promising a failure is to repair, best first (an answer with no code at all comes last).
@@ -84,15 +84,13 @@ class SearchCandidate:
     @property
     def speedup(self) -> float | None:
         """The geometric-mean speedup over eager PyTorch when correct and timed."""
-        return self.verdict.speedup if self.correct and self.verdict is not None else None
+        return speedup_of(self.verdict)
 
     @property
     def screened_speedup(self) -> float | None:
         """The screened speedup of a correct candidate that the judge's screen did not confirm (it has no
         time: harness/confirm.py); None otherwise."""
-        if self.correct and self.verdict is not None and self.verdict.screened_only:
-            return self.verdict.screen.speedup if self.verdict.screen else None
-        return None
+        return screened_speedup_of(self.verdict)
 
     def as_parent(self) -> Parent:
         """This candidate as the solution a prompt asks to improve."""
@@ -109,16 +107,15 @@ class SearchCandidate:
         return max(widths)
 
     def sol_pct(self) -> float | None:
-        """The geometric mean of its configs' % of speed of light, where known."""
-        values = [c.sol_pct for c in self.verdict.configs if c.sol_pct] if self.verdict else []
-        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+        """Its % of speed of light (the median over its timed configs), where known."""
+        return sol_pct_of(self.verdict)
 
 
 def rank(candidate: SearchCandidate) -> tuple[float, int]:
     """Sort key, best first: correct by speedup (a screened one by its screened speedup, untimed correct
     ones as 1x), then failures by how repairable they are; the earlier of equals."""
     if candidate.correct:
-        return (-(candidate.speedup or candidate.screened_speedup or 1.0), candidate.id)
+        return fastest_first(candidate.speedup or candidate.screened_speedup, candidate.id)
     status = candidate.verdict.status if candidate.verdict else None
     order = REPAIR_ORDER.index(status) if status in REPAIR_ORDER else len(REPAIR_ORDER)
     return (float(order + 1), -candidate.id)
