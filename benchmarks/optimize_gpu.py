@@ -109,23 +109,24 @@ def main() -> int:
     print(f"device: {torch.cuda.get_device_name()}; run {result.run_id} in {result.store_path}")
     with RunStore(result.store_path) as store:
         for candidate in store.candidates(result.run_id):
-            verdict = candidate.verdict or {}
-            speedup = verdict.get("speedup")
+            verdict = candidate.verdict
+            speedup = None if verdict is None else verdict.speedup
             shown = "" if speedup is None else f" {speedup:.2f}x eager"
-            what = candidate.skipped or verdict.get("reason", "")
+            what = candidate.skipped or ("" if verdict is None else verdict.reason)
             print(
                 f"  #{candidate.id} {candidate.key:12} {candidate.status or 'skipped':14}{shown}  {what[:90]}"
             )
-        best = store.candidate(summary["best"]["candidate"]) if summary["best"] else None
-    if best is not None:
-        print(f"best: #{best.id} {summary['best']['speedups']}")
+        top = summary.best
+        best = store.candidate(top.candidate) if top is not None and top.candidate is not None else None
+    if best is not None and top is not None:
+        print(f"best: #{best.id} {top.speedups}")
         for key in ("ptxas", "profile"):
             if key in best.meta:
                 print(f"  {key}: {best.meta[key]}")
-    judge = summary["judge"]
+    judge, calls = summary.judge, summary.llm.calls if summary.llm else 0
     print(
-        f"judge busy {judge['busy_s']:.1f} s; idle waiting for answers {judge['idle_waiting_s']:.1f} s "
-        f"(answers took {args.latency:g} s each; {summary['llm']['calls']} calls)"
+        f"judge busy {judge.busy_s:.1f} s; idle waiting for answers {judge.idle_waiting_s:.1f} s "
+        f"(answers took {args.latency:g} s each; {calls} calls)"
     )
     found = best is not None and FASTEST in (best.source or "")
     print("the fastest kernel was found" if found else "the fastest kernel was NOT found")

@@ -38,8 +38,8 @@ def _best_speedups(store: Any, run_id: str) -> dict[str, float] | None:
     correct = [c for c in store.candidates(run_id) if c.status == "correct"]
     if not correct:
         return None
-    top = max(correct, key=lambda c: c.verdict.get("speedup") or 0.0)
-    return dict(top.verdict.get("speedups") or {})
+    top = max(correct, key=lambda c: c.verdict.speedup or 0.0)
+    return dict(top.verdict.speedups)
 
 
 def metrics(results: dict[str, dict[str, float] | None]) -> dict[str, Any]:
