@@ -19,6 +19,7 @@ from cudasmith.harness.workers.binaries import (
 from cudasmith.harness.workers.observe import OwnKernels, audit_kernels, audit_ops, demangle
 from cudasmith.harness.workers.recording import CpuEvent
 from cudasmith.timing.activity import Activity
+from cudasmith.timing.protocol import WorkTotal
 
 
 def op(name: str, start: int, end: int, kind: str = "cpu_op", thread: int = 1) -> CpuEvent:
@@ -96,8 +97,8 @@ def test_library_names_cannot_be_claimed_as_the_candidates_own() -> None:
 
 def test_measured_totals_classify_like_activities(tmp_path: Path) -> None:
     own = _own({"add"})
-    audit = audit_kernels({"add": {"kind": "kernel", "ns": 50, "calls": 5},
-                           "ampere_sgemm_128x64_nn": {"kind": "kernel", "ns": 150, "calls": 5}}, own)  # fmt: skip
+    audit = audit_kernels({"add": WorkTotal("kernel", 50, 5),
+                           "ampere_sgemm_128x64_nn": WorkTotal("kernel", 150, 5)}, own)  # fmt: skip
     assert audit.own_share() == 0.25 and "ampere_sgemm_128x64_nn" in audit.library
 
 

@@ -183,7 +183,7 @@ def test_evolve_runs_two_islands_migrates_and_judges_no_duplicate(
         assert edited.operator in ("diff", "rewrite") and edited.status == "correct"
         assert repeated.skipped == f"a duplicate of candidate {repeated.parents[0]}"
         migration = store.events(result.run_id, "migration")[0]
-        moves = {(m["candidate"], m["from"], m["to"]) for m in migration["data"]["moves"]}
+        moves = {(m["candidate"], m["from"], m["to"]) for m in migration.data["moves"]}
         assert moves == {(fast.id, 0, 1), (slow.id, 1, 0)}
     last = user_prompt(proposals(server)[3])
     assert "## The current solution" in last and "## Other solutions found so far" in last

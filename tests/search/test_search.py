@@ -24,8 +24,9 @@ from cudasmith.search.novelty import NoveltyFilter
 from cudasmith.search.optimize import OptimizeResult, optimize
 from cudasmith.search.resources import cuda_kernels, parse_ptxas_log, ptxas_resources
 from cudasmith.search.tunables import declared_tunables, variants
-from cudasmith.search.verifier import agreement, parse_opinion
+from cudasmith.search.verifier import parse_opinion
 from cudasmith.store import RunStore
+from cudasmith.store.summary import VerifierAgreement
 from cudasmith.tasks.problem import Problem
 
 from conftest import PROBLEMS, ROOT, SOLUTIONS
@@ -70,9 +71,12 @@ def test_the_verifier_is_read_leniently_and_scored_against_the_judge() -> None:
         ("pass", "correct"),
         ("unclear", "x"),
     ]
-    scored = agreement(pairs)
-    assert (scored["precision"], scored["recall"], scored["unclear"]) == (0.5, 0.5, 1)
-    assert agreement([("pass", "correct")])["precision"] is None, "no 'fail' said: precision unknown"
+    scored = VerifierAgreement.of("openai:fake", pairs)
+    assert (scored.precision, scored.recall, scored.unclear) == (0.5, 0.5, 1)
+    assert (scored.flagged_and_failed, scored.flagged_but_correct) == (1, 1)
+    assert (scored.passed_but_failed, scored.passed_and_correct) == (1, 1)
+    alone = VerifierAgreement.of("openai:fake", [("pass", "correct")])
+    assert alone.precision is None, "no 'fail' said: precision unknown"
 
 
 def test_the_ensemble_weighs_success_and_cost() -> None:

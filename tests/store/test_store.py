@@ -107,7 +107,7 @@ def test_calls_candidates_and_verdicts_survive_a_reopen(tmp_path: Path) -> None:
         [candidate] = store.candidates(run.id)
         assert candidate.status == "correct" and candidate.meta == {"ptxas": {"registers": 12}}
         assert candidate.observed == 0 and not candidate.verdict_cached
-        assert [e["data"] for e in store.events(run.id)] == [{"best": candidate.id}], "one event per key"
+        assert [e.data for e in store.events(run.id)] == [{"best": candidate.id}], "one event per key"
         with pytest.raises(UsageError, match=f"latest: {run.id}"):
             store.run("optimize-nope")
 
@@ -134,7 +134,7 @@ def test_the_evaluation_cache_matches_code_task_device_judge_and_options(tmp_pat
         assert reused.verdict_cached and reused.status == "incorrect"
         assert store.verdicts(second_run.id) == [], "a cache hit is not a run of the judge"
         [baseline] = store.baselines("t1", "cpu0")
-        assert (baseline["name"], baseline["time_ms"], baseline["config"]) == ("eager", 0.5, {"n": 8})
+        assert (baseline.name, baseline.time_ms, baseline.config) == ("eager", 0.5, {"n": 8})
 
 
 def test_a_candidates_chain_runs_from_the_first_prompt(tmp_path: Path) -> None:

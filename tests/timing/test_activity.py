@@ -6,6 +6,7 @@ import pytest
 
 from cudasmith.timing import activity
 from cudasmith.timing.activity import Activity, spans_between
+from cudasmith.timing.protocol import WorkTotal
 from cudasmith.timing.spans import SpanLog
 
 FLUSH, BLOCKER = "cudasmith_read", "cudasmith_blocker"
@@ -69,7 +70,7 @@ def test_cupti_spans_stand_in_for_event_times_only_when_they_saw_every_sample() 
     assert warnings == []
     seen: dict = {}
     spans(records, [True, True], [0.004, 0.005], warnings, seen)
-    assert seen == {"add": {"kind": "kernel", "ns": 5000, "calls": 2}}  # what ran, for the kernel audit
+    assert seen == {"add": WorkTotal("kernel", 5000, 2)}  # what ran, for the kernel audit
     # A sample CUPTI did not see at all: its records are incomplete, the events stand in.
     assert spans(records, [True] * 3, [0.004, 0.005, 0.004], warnings) is None
     assert "CUPTI saw 2 samples of 3" in warnings[-1]

@@ -15,7 +15,7 @@ import torch
 
 from cudasmith.timing import clock, cuda, l2
 from cudasmith.timing.activity import Activity
-from cudasmith.timing.protocol import CallHooks, TimingPlan
+from cudasmith.timing.protocol import CallHooks, TimingPlan, WorkTotal
 from cudasmith.timing.spans import SpanLog
 
 READ, BLOCKER, CLOSE = cuda.READ, cuda.BLOCKER, cuda.CLOSE
@@ -121,7 +121,7 @@ def test_the_stop_rule_reads_spans_and_stops_at_the_first_checkpoint(gpu: FakeGp
     assert len(measurement.samples_ms) == PLAN.min_samples, "one checkpoint, at the minimum count"
     assert measurement.median_ms == pytest.approx(KERNEL_NS / 1e6)
     assert gpu.recorders == 1 and set(measurement.phases_s) == {"warmup", "sampling", "records"}
-    assert measurement.work["work"]["calls"] == PLAN.min_samples
+    assert measurement.work["work"].calls == PLAN.min_samples
 
 
 def test_with_events_alone_the_same_kernel_samples_to_the_cap(
@@ -228,7 +228,7 @@ def test_span_log_gives_each_chunk_its_samples() -> None:
     seen: dict[str, Any] = {}
     spans = log.spans([True, False, True], [0.004, 0.004], warnings, seen)
     assert spans == [pytest.approx(0.002), pytest.approx(0.002)] and not warnings
-    assert seen == {"add": {"kind": "kernel", "ns": 4000, "calls": 2}}
+    assert seen == {"add": WorkTotal("kernel", 4000, 2)}
 
 
 class Refused(Exception):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cudasmith.bench.layout import SolutionFolder, Submission, discover
 from cudasmith.errors import UsageError
-from cudasmith.exec import Job, Lanes, ProblemRef
+from cudasmith.exec import ExecutorStats, Job, Lanes, ProblemRef
 from cudasmith.hardware import device_name
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.search.judge import cache_key
@@ -101,7 +101,7 @@ def judge_pending(
     progress: Progress | None = None,
     on_verdict: OnVerdict | None = None,
     lanes: Lanes | None = None,
-) -> dict[str, object] | None:
+) -> ExecutorStats | None:
     """Give every candidate of the run without a verdict one: from the cache, else from the executor's
     lanes (one judge session per GPU, the tasks spread over them). Returns the executor's statistics."""
     candidates = store.candidates(run.id)
@@ -148,7 +148,7 @@ def judge_pending(
                 )
             if on_verdict:
                 on_verdict(store.candidate(candidate.id), False)
-        return executor.stats().to_dict()
+        return executor.stats()
 
 
 def bench_folder(

@@ -93,7 +93,7 @@ def _search_run(store: RunStore, bench: Run, task: str) -> Run | None:
     if recorded is not None:
         return recorded
     starts = store.events(bench.id, kind="task-start")
-    started = next((e["data"]["started_at"] for e in starts if e["data"]["task"] == task), None)
+    started = next((e.data["started_at"] for e in starts if e.data["task"] == task), None)
     if started is None:
         return None
     later = [r for r in store.runs(kind="optimize", task=task) if r.created_at >= started]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -40,7 +40,7 @@ def tasks_command(
 
     Example: [bold]cudasmith tasks --level apps[/] · [bold]cudasmith tasks --from KernelBench --level level1[/]
     """
-    from cudasmith.tasks.catalog import in_level, level_counts, level_of, task_row
+    from cudasmith.tasks.catalog import TaskListing, in_level, level_counts, level_of, task_row
     from cudasmith.tasks.problem import list_task_names, load_task
 
     unloaded: list[dict[str, str]] = []
@@ -60,7 +60,7 @@ def tasks_command(
         unloaded = [u for u in unloaded if in_level(u["name"], level)]
     rows, counts = [task_row(p) for p in problems], level_counts(problems)
     if as_json:
-        document: dict[str, Any] = {"counts": counts, "total": len(rows), "tasks": rows}
+        document = TaskListing(counts=counts, total=len(rows), tasks=rows)
         if from_dir is not None:
             document["unloaded"] = unloaded
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

@@ -14,13 +14,14 @@ import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from cudasmith import __version__
 from cudasmith.errors import UsageError
 from cudasmith.hardware import device_name, driver_attributes
+from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
 
@@ -120,14 +121,15 @@ class DevicePeaks:
         """The highest FLOP rate measured for any dtype, in TFLOP/s."""
         return max([*self.matrix_tflops.values(), *self.vector_tflops.values(), 0.0])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """The JSON form (the cache file's content)."""
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DevicePeaks:
-        """Rebuild from to_dict()'s output."""
-        return cls(**data)
+    def from_dict(cls, data: JsonObject) -> DevicePeaks:
+        """Rebuild from to_dict()'s output (a key another version wrote and this one lacks is dropped)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in data.items() if name in names})
 
 
 # What the MAC of a cached measurement says it is (runtime/seal.py).

@@ -34,6 +34,7 @@ from typing import Any
 
 from cudasmith.device import LAUNCH_COST_PURPOSE, measurement_path, software_versions
 from cudasmith.errors import CudasmithError
+from cudasmith.jsontypes import JsonDict
 from cudasmith.runtime import compile_cuda
 from cudasmith.runtime.cache import write_atomically
 from cudasmith.runtime.seal import seal, unseal
@@ -62,7 +63,8 @@ class LaunchCost:
     versions: dict[str, str | None] = field(default_factory=dict)
     measured_at: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
+        """The JSON form (the cache file's content)."""
         return asdict(self)
 
 

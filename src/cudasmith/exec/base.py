@@ -21,11 +21,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from cudasmith.exec.jobs import Job
 from cudasmith.exec.prebuild import BuildResult, needs_build
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.wording import plural
 
 
@@ -87,7 +88,8 @@ class ExecutorStats:
             return None
         return sum(min(lane.busy_s / self.wall_s, 1.0) for lane in self.lanes) / len(self.lanes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
+        """The JSON form, as a run's summary keeps it (times rounded, the busy shares beside them)."""
         return {
             "kind": self.kind,
             "wall_s": round(self.wall_s, 3),
@@ -96,7 +98,9 @@ class ExecutorStats:
                 {
                     **vars(lane),
                     "busy_s": round(lane.busy_s, 3),
-                    "busy_fraction": round(lane.busy_s / self.wall_s, 4) if self.wall_s > 0 else None,
+                    "busy_fraction": None
+                    if (share := self.lane_busy_fraction(lane)) is None
+                    else round(share, 4),
                 }
                 for lane in self.lanes
             ],
@@ -110,22 +114,46 @@ class ExecutorStats:
             "gpu_utilization": {k: round(v, 4) for k, v in self.gpu_utilization.items()},
         }
 
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> ExecutorStats:
+        """From the JSON form (a run's stored summary)."""
+        queue, builds = data.get("queue") or {}, data.get("builds") or {}
+        lanes = [
+            LaneStats(**{k: v for k, v in lane.items() if k != "busy_fraction"}) for lane in data["lanes"]
+        ]
+        return cls(
+            kind=data["kind"],
+            lanes=lanes,
+            wall_s=data["wall_s"],
+            building=queue.get("building", 0),
+            waiting_for_build=queue.get("waiting_for_build", 0),
+            ready=queue.get("ready", 0),
+            max_ready=queue.get("max_ready", 0),
+            built=builds.get("built", 0),
+            build_failed=builds.get("failed", 0),
+            build_s=builds.get("seconds", 0.0),
+            gpu_utilization=dict(data.get("gpu_utilization") or {}),
+        )
 
-def describe_executor(stats: dict[str, Any]) -> str:
-    """One line on an executor's lanes, queue and builds (from ExecutorStats.to_dict())."""
+    def lane_busy_fraction(self, lane: LaneStats) -> float | None:
+        """A lane's share of the wall time spent judging."""
+        return lane.busy_s / self.wall_s if self.wall_s > 0 else None
+
+
+def describe_executor(stats: ExecutorStats) -> str:
+    """One line on an executor's lanes, queue and builds."""
     lanes = ", ".join(
-        f"{lane['name']} {lane['busy_fraction']:.0%}" if lane["busy_fraction"] is not None else lane["name"]
-        for lane in stats["lanes"]
+        lane.name if (share := stats.lane_busy_fraction(lane)) is None else f"{lane.name} {share:.0%}"
+        for lane in stats.lanes
     )
-    busy = stats["busy_fraction"]
-    text = f"{stats['kind']}, {plural(len(stats['lanes']), 'lane')} busy {'–' if busy is None else f'{busy:.0%}'} ({lanes})"
-    if stats["gpu_utilization"]:
-        used = ", ".join(f"{name} {value:.0%}" for name, value in stats["gpu_utilization"].items())
+    busy = stats.busy_fraction
+    text = f"{stats.kind}, {plural(len(stats.lanes), 'lane')} busy {'–' if busy is None else f'{busy:.0%}'} ({lanes})"
+    if stats.gpu_utilization:
+        used = ", ".join(f"{name} {value:.0%}" for name, value in stats.gpu_utilization.items())
         text += f" · NVML utilization {used}"
-    queue, builds = stats["queue"], stats["builds"]
-    text += f" · ready {queue['ready']} (at most {queue['max_ready']}), building {queue['building']}"
-    if builds["built"] or builds["failed"]:
-        text += f" · built ahead {builds['built']} ({builds['failed']} failed, {builds['seconds']:.1f} s)"
+    text += f" · ready {stats.ready} (at most {stats.max_ready}), building {stats.building}"
+    if stats.built or stats.build_failed:
+        text += f" · built ahead {stats.built} ({stats.build_failed} failed, {stats.build_s:.1f} s)"
     return text
 
 

@@ -22,6 +22,7 @@ from cudasmith.exec.jobs import Job
 from cudasmith.exec.prebuild import BUILD_TIMEOUT_S, BuildResult, build
 from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonDict
 from cudasmith.tempdirs import owned_tempdir
 
 # How long a lane actor's idle sessions are asked for before the question is dropped (it is asked again).
@@ -54,7 +55,8 @@ class LaneActor:
 
         return device_arch()
 
-    def judge(self, job: Job) -> dict[str, Any]:
+    def judge(self, job: Job) -> JsonDict:
+        """The verdict, as JSON (it crosses to the driver's process)."""
         return self.lane.judge(job).to_dict()
 
     def counters(self) -> dict[str, int]:

@@ -25,6 +25,7 @@ from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Failed, LoadProblem, Ping, Time, TimeSpec
 from cudasmith.harness.wire.results import BaselineEntry, PreviousTime, Timing
 from cudasmith.harness.wire.status import Status
+from cudasmith.jsontypes import JsonDict
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
 from cudasmith.tasks.problem import Config
@@ -251,7 +252,7 @@ class SessionBaselines:
         if result.previous is None:
             result.previous = self._kept(path)
         if measurement.rel_stderr <= NOISY_REL_STDERR and result.window.exclusive:
-            kept = {"median_ms": measurement.median_ms, "measured_at": result.measured_at}
+            kept: JsonDict = {"median_ms": measurement.median_ms, "measured_at": result.measured_at}
             write_atomically(path, json.dumps(seal(kept, BASELINE_PURPOSE)).encode())
         return result
 

@@ -14,6 +14,7 @@ from cudasmith.device import known_device
 from cudasmith.errors import UsageError
 from cudasmith.harness.walls import sandbox
 from cudasmith.harness.wire.fields import JsonObject, known_fields
+from cudasmith.jsontypes import JsonDict
 from cudasmith.timing.protocol import L2_STATES
 
 # Each config is checked on this many independently drawn input sets.
@@ -156,7 +157,7 @@ class EvalOptions:
             return self.call_timeout_s
         return max(CALL_FLOOR_S, CALL_FACTOR * (reference_s or 0.0))
 
-    def stored(self) -> JsonObject:
+    def stored(self) -> JsonDict:
         """The options as a run store keeps them (JSON; the secret seed has a column of its own)."""
         data = asdict(self)
         data.pop("seed")

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, fields
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.wire.fields import JsonObject
 from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.jsontypes import JsonDict
 
 # Measured peaks are what good kernels reach, not what the hardware could: on the GPU the best kernels
 # come within a few per cent of the measured bandwidth; a shared CPU's bandwidth depends on what else
@@ -58,7 +59,7 @@ class Roofline:
             f"({self.bytes / 1e6:.3g} MB at {self.memory_gb_per_s:.0f} GB/s measured): impossible"
         )
 
-    def to_dict(self) -> JsonObject:
+    def to_dict(self) -> JsonDict:
         """The JSON form."""
         return asdict(self)
 

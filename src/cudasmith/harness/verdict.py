@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from cudasmith.device import DevicePeaks
 from cudasmith.errors import UsageError
@@ -13,6 +13,7 @@ from cudasmith.harness.roofline import Roofline
 from cudasmith.harness.wire.fields import JsonObject, known_fields
 from cudasmith.harness.wire.results import BaselineEntry, Mismatch, ScreenReport, Timing, TimingReport
 from cudasmith.harness.wire.status import CONFIG_STATUSES, STATUSES, Rule, Status
+from cudasmith.jsontypes import JsonDict
 from cudasmith.tasks.problem import Config
 
 # When configs disagree, the verdict takes the status that comes first here (configs not checked do not
@@ -25,6 +26,15 @@ PRECEDENCE = (
     Status.INCORRECT,
     Status.CORRECT,
 )
+
+
+class Isolation(TypedDict, total=False):
+    """What walled the candidate's process in, as its supervisor reported: the network's and the
+    filesystem's isolation (harness/walls/sandbox.py words them), and the stray processes it killed."""
+
+    network: str | None
+    filesystem: str | None
+    stray_processes_killed: int
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ class ConfigResult:
         """Record this config's failure: its status, reason, and rule (by default the status's own)."""
         self.status, self.reason, self.rule = status, reason, rule or Rule.of_status(status)
 
-    def to_dict(self, samples: bool = False) -> JsonObject:
+    def to_dict(self, samples: bool = False) -> JsonDict:
         """The JSON form; raw timing samples only when asked for."""
         data = asdict(
             replace(self, timing=None, baseline_timing=None, roofline=None, baselines={}, mismatch=None)
@@ -166,7 +176,7 @@ class Verdict:
     torch_ops: dict[str, int] = field(default_factory=dict)
     # Share of the candidate's timed GPU (or CPU) time in its own kernels, over all timed configs.
     own_share: float | None = None
-    isolation: dict[str, Any] = field(default_factory=dict)
+    isolation: Isolation = field(default_factory=lambda: Isolation())
     # The rules judged under: "strict" (the solution's own kernels do the work) or "kernelbench" (PyTorch
     # compute allowed everywhere, as KernelBench allows it).
     rules: str = "strict"
@@ -195,7 +205,7 @@ class Verdict:
         """Correct, screened and not confirmed: it has a screened speedup and no time (harness/confirm.py)."""
         return self.screen is not None and not self.screen.confirmed
 
-    def to_dict(self, samples: bool = False) -> JsonObject:
+    def to_dict(self, samples: bool = False) -> JsonDict:
         """The JSON form; raw timing samples only when asked for."""
         data = asdict(replace(self, configs=[], timing=None))
         data["status"] = str(self.status)

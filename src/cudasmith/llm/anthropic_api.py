@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from cudasmith.jsontypes import JsonDict
 from cudasmith.llm.base import Completion, ProviderError, Request, normalise_finish_reason, one_line
 from cudasmith.llm.sdk import SdkProvider
 
@@ -18,8 +17,9 @@ class AnthropicProvider(SdkProvider):
     client_class = "AsyncAnthropic"
     default_where = "the Anthropic API"
 
-    def _params(self, request: Request) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def _params(self, request: Request) -> JsonDict:
+        """The request's body as the Messages API takes it."""
+        params: JsonDict = {
             "model": self.model,
             "max_tokens": request.max_tokens,
             "messages": [{"role": m.role, "content": m.content} for m in request.conversation],
@@ -27,7 +27,7 @@ class AnthropicProvider(SdkProvider):
         if request.system:
             params["system"] = request.system
         # Passed as raw body fields, so that SDK versions that do not know them still send them.
-        extra: dict[str, Any] = {}
+        extra: JsonDict = {}
         if request.thinking_budget:
             params["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
             params["max_tokens"] = request.max_tokens + request.thinking_budget

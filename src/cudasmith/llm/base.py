@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from cudasmith.errors import LLMError
+from cudasmith.jsontypes import JsonObject
+from cudasmith.store.shapes import CompletionFields
 
 # Provider messages are trimmed to this many characters so an error stays one readable line.
 ERROR_MESSAGE_CHARS = 300
@@ -74,22 +75,40 @@ class Completion:
     output_tokens: int | None = None
     cost_usd: float | None = None
     latency_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    # What the provider said besides (its own keys: reasoning tokens, a response id…).
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def truncated(self) -> bool:
         """True when the model stopped because it ran out of tokens."""
         return self.finish_reason == "length"
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form, as recorded and replayed."""
-        return asdict(self)
+    def to_dict(self) -> CompletionFields:
+        """The JSON form, as recorded, replayed and stored."""
+        return CompletionFields(
+            text=self.text,
+            finish_reason=self.finish_reason,
+            model=self.model,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            latency_s=self.latency_s,
+            extra=self.extra,
+        )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Completion:
-        """A completion from its recorded JSON form (unknown keys are ignored)."""
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**{"finish_reason": "stop", "model": "", **known})
+    def from_dict(cls, data: CompletionFields | JsonObject) -> Completion:
+        """A completion from its recorded JSON form, or a stored one's fields (unknown keys are ignored)."""
+        return cls(
+            text=data.get("text", ""),
+            finish_reason=data.get("finish_reason") or "stop",
+            model=data.get("model") or "",
+            input_tokens=data.get("input_tokens"),
+            output_tokens=data.get("output_tokens"),
+            cost_usd=data.get("cost_usd"),
+            latency_s=data.get("latency_s") or 0.0,
+            extra=data.get("extra") or {},
+        )
 
 
 class ProviderError(LLMError):

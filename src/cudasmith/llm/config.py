@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cudasmith.errors import UsageError
+from cudasmith.jsontypes import JsonObject
 from cudasmith.llm.base import DEFAULT_MAX_TOKENS
 
 # A table of settings, as load_settings returns it.
@@ -136,7 +138,7 @@ def config_path(explicit: str | Path | None = None) -> Path | None:
     return local if local.is_file() else None
 
 
-def read_config_table(table: str, explicit: str | Path | None = None) -> tuple[dict[str, Any], Path | None]:
+def read_config_table(table: str, explicit: str | Path | None = None) -> tuple[JsonObject, Path | None]:
     """One top-level table of the settings file (empty when there is no file) and the file's path."""
     path = config_path(explicit)
     if path is None:
@@ -156,7 +158,7 @@ def read_config_table(table: str, explicit: str | Path | None = None) -> tuple[d
 
 
 def load_settings(
-    settings: type[SettingsModel], table: str, explicit: str | Path | None, overrides: dict[str, Any]
+    settings: type[SettingsModel], table: str, explicit: str | Path | None, overrides: Mapping[str, object]
 ) -> SettingsModel:
     """The `[table]` settings as `settings`, validated, overrides (those not None) winning over the file;
     a one-line UsageError naming the key that is wrong."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cudasmith.errors import LLMError, UsageError
+from cudasmith.jsontypes import JsonObject
 from cudasmith.llm.base import Completion, Message, Provider, ProviderError, Request, one_line, split_usage
 from cudasmith.llm.config import LocalModel
 
@@ -123,7 +124,7 @@ class HFProvider(Provider):
                 if self._tokenizer.pad_token_id is not None
                 else next(iter(eos_ids), 0)
             )
-            options: dict[str, Any] = {
+            options: JsonObject = {
                 "max_new_tokens": new_tokens,
                 "do_sample": not greedy,
                 # Greedy decoding gives one answer however often it is asked; it is generated once.

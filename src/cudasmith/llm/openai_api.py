@@ -8,6 +8,7 @@ import logging
 import re
 from typing import Any
 
+from cudasmith.jsontypes import JsonDict
 from cudasmith.llm.base import (
     Completion,
     ProviderError,
@@ -35,7 +36,7 @@ FALLBACKS = {
 }
 
 
-def _refused_parameter(exc: Any, params: dict[str, Any]) -> str | None:
+def _refused_parameter(exc: Any, params: JsonDict) -> str | None:
     """The parameter that a 400 answer says is unsupported, when it is one we can do without."""
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, dict) else None
@@ -64,8 +65,9 @@ class OpenAIProvider(SdkProvider):
         )
         self._replaced: dict[str, str | None] = {}
 
-    def _params(self, request: Request) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def _params(self, request: Request) -> JsonDict:
+        """The request's body as the Chat Completions API takes it."""
+        params: JsonDict = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }

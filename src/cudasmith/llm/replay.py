@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -92,4 +93,4 @@ class ReplayProvider(Provider):
         if delay > 0:
             await asyncio.sleep(delay)
         # The money was spent when they were recorded, not now.
-        return [Completion(**{**c.to_dict(), "cost_usd": 0.0}) for c in batch]
+        return [replace(c, cost_usd=0.0) for c in batch]

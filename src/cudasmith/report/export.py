@@ -16,10 +16,11 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.store import CandidateRecord, Run, RunStore, Turn
 from cudasmith.store.metrics import screened_speedup_of, speedup_of
 from cudasmith.store.runs import task_runs
@@ -29,7 +30,7 @@ RETURN_DISCOUNT = 0.4
 FORMATS = ("jsonl", "parquet")
 
 
-def reward(verdict: Verdict | dict[str, Any] | None) -> float:
+def reward(verdict: Verdict | JsonObject | None) -> float:
     """A verdict's reward (a Verdict, or its JSON), the one `export` writes and `cudasmith.reward` gives:
     0 unless correct; CORRECT_BONUS plus the speedup over eager PyTorch when correct."""
     if isinstance(verdict, dict):
@@ -39,7 +40,44 @@ def reward(verdict: Verdict | dict[str, Any] | None) -> float:
     return CORRECT_BONUS + (speedup_of(verdict) or 0.0)
 
 
-def _turn(turn: Turn) -> dict[str, Any]:
+class TurnRow(TypedDict):
+    """One turn of a chain: the prompt sent, the answer, the code taken from it, its status and reward."""
+
+    candidate_id: int
+    prompt: list[dict[str, str]]
+    response: str | None
+    code: str | None
+    status: str | None
+    reward: float
+
+
+class TrajectoryRow(TypedDict):
+    """One judged answer of a model with the chain of turns that led to it (a line of the export)."""
+
+    run_id: str
+    task: str
+    candidate_id: int
+    turn: int
+    trajectory_id: int
+    parents: list[int]
+    chain: list[int]
+    round: int
+    operator: str | None
+    prompt: list[dict[str, str]]
+    response: str | None
+    code: str | None
+    status: str | None
+    speedup: float | None
+    # A search's screen, never a measured speedup (harness/confirm.py); not in the reward.
+    screened_speedup: float | None
+    reward: float
+    discounted_return: float
+    # The verdict's JSON (Verdict.to_dict()).
+    verdict: JsonDict
+    history: list[TurnRow]
+
+
+def _turn(turn: Turn) -> TurnRow:
     return {
         "candidate_id": turn.candidate_id,
         "prompt": turn.messages,
@@ -66,7 +104,7 @@ def _returns(candidates: list[CandidateRecord]) -> dict[int, float]:
     return returns
 
 
-def trajectory_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+def trajectory_rows(store: RunStore, run_id: str) -> list[TrajectoryRow]:
     """One row per judged answer of a model in the run (a bench of a model: in its searches, task by
     task), each holding the whole chain before it."""
     run = store.run(run_id)
@@ -74,10 +112,10 @@ def trajectory_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
     return [row for search in (list(searches.values()) or [run]) for row in _search_rows(store, search)]
 
 
-def _search_rows(store: RunStore, run: Run) -> list[dict[str, Any]]:
+def _search_rows(store: RunStore, run: Run) -> list[TrajectoryRow]:
     candidates = store.candidates(run.id)
     returns = _returns(candidates)
-    rows = []
+    rows: list[TrajectoryRow] = []
     for candidate in candidates:
         if candidate.completion_id is None or candidate.verdict is None:
             continue
@@ -110,7 +148,7 @@ def _search_rows(store: RunStore, run: Run) -> list[dict[str, Any]]:
     return rows
 
 
-def _parquet(rows: list[dict[str, Any]], path: Path) -> None:
+def _parquet(rows: list[TrajectoryRow], path: Path) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -143,7 +181,7 @@ def export_run(store: RunStore, run_id: str, path: str | Path, fmt: str = "jsonl
     return path, len(rows)
 
 
-def load_rows(path: str | Path) -> list[dict[str, Any]]:
+def load_rows(path: str | Path) -> list[JsonObject]:
     """Rows written by export_run, from either format (the verdict decoded again)."""
     path = Path(path)
     if path.suffix == ".parquet":

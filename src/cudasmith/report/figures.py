@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Any
+from typing import Any, TypedDict
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -49,7 +49,17 @@ def _layout(figure: go.Figure, title: str, **axes: Any) -> go.Figure:
     return figure
 
 
-def speedup_axis(values: list[float], title: str) -> dict[str, Any]:
+class LogAxis(TypedDict):
+    """A Plotly log axis with its range and labelled ticks."""
+
+    title: str
+    type: str
+    range: list[float]
+    tickvals: list[float]
+    ticktext: list[str]
+
+
+def speedup_axis(values: list[float], title: str) -> LogAxis:
     """A log axis for speedups: fitted to the values and to 1× (the baseline's own speed), labelled
     0.1, 0.2, 0.5, 1, 2, 5… rather than Plotly's bare mantissas (9 8 … 2 below 1)."""
     positive = [v for v in values if v > 0] or [1.0]
@@ -251,7 +261,7 @@ def progress_figure(views: list[RunView]) -> go.Figure | None:
     figure.update_xaxes(title_text="model spend so far (USD)", row=1, col=2)
     values = [value for view in searched for _, _, value in _progress(view)]
     axis = speedup_axis(values, "best speedup over eager, geometric mean over tasks")
-    figure.update_yaxes(axis, row=1, col=1)
+    figure.update_yaxes(dict(axis), row=1, col=1)
     figure.update_yaxes({**axis, "title": None}, row=1, col=2)
     return _layout(figure, "Search progress: best correct kernel so far (tasks without one count as 1×)")
 

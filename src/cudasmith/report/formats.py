@@ -12,11 +12,13 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from cudasmith.tasks.problem import Config
+
 # A config shown in a table: `rows=8 cols=1000`. Longer ones wrap at their spaces.
 DEFAULT_CONFIG = "(default)"
 
 
-def config_text(config: dict[str, Any] | str) -> str:
+def config_text(config: Config | str) -> str:
     """`rows=8 cols=1000` for a config; a redacted hidden config (`hidden#0`) as it is."""
     if isinstance(config, str):
         return config

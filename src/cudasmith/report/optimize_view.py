@@ -45,7 +45,7 @@ def render_snapshot(snapshot: Snapshot, title: str) -> Group:
         ),
     ]
     if snapshot.executor is not None:
-        lines.append(Text(f"lanes: {describe_executor(snapshot.executor.to_dict())}", style="dim"))
+        lines.append(Text(f"lanes: {describe_executor(snapshot.executor)}", style="dim"))
     lines.append(Text(_best_text(snapshot)))
     latency = "–" if snapshot.latency_s is None else f"{snapshot.latency_s:.1f} s"
     lines.append(

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonDict
 from cudasmith.store import CandidateRecord
 from cudasmith.store.integrity import TAMPERED_REASON
 from cudasmith.store.metrics import speedup_of
@@ -94,7 +94,7 @@ class RejudgeSummary:
     pytorch_rewrites: int
     wrong_or_cheating: dict[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """The JSON form."""
         return asdict(self)
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
 
+from cudasmith.harness.task_details import TaskDetails
 from cudasmith.report.formats import config_text, flop_count, milliseconds, plain_table
+from cudasmith.tasks.catalog import TaskRow
 from cudasmith.wording import byte_size, plural
 
 
 def print_task_list(
-    rows: list[dict[str, Any]],
+    rows: list[TaskRow],
     counts: dict[str, int],
     unloaded: list[dict[str, str]] | None = None,
     console: Console | None = None,
@@ -50,7 +50,7 @@ def print_task_list(
     )
 
 
-def print_task_details(details: dict[str, Any], source: bool = True, console: Console | None = None) -> None:
+def print_task_details(details: TaskDetails, source: bool = True, console: Console | None = None) -> None:
     """A task's summary, its reference source, and per-config sizes, work and roofline."""
     console = console or Console()
     console.print(f"[bold]{details['name']}[/]  {details['description']}", highlight=False)

@@ -13,8 +13,11 @@ import hmac
 import json
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from cudasmith.jsontypes import JsonDict, JsonObject
 
 # Where the key lives unless this variable says otherwise.
 KEY_ENV = "CUDASMITH_KEY_FILE"
@@ -65,16 +68,16 @@ def verify(expected: str | None, *parts: str | bytes) -> bool:
     return isinstance(expected, str) and hmac.compare_digest(expected, mac(*parts))
 
 
-def _canonical(data: dict[str, Any]) -> str:
+def _canonical(data: Mapping[str, object]) -> str:
     return json.dumps({k: v for k, v in data.items() if k != MAC_FIELD}, sort_keys=True)
 
 
-def seal(data: dict[str, Any], purpose: str) -> dict[str, Any]:
+def seal(data: JsonDict, purpose: str) -> JsonDict:
     """`data` with its MAC under `purpose` (which kind of document it is) added."""
     return {**data, MAC_FIELD: mac(purpose, _canonical(data))}
 
 
-def unseal(data: Any, purpose: str) -> dict[str, Any] | None:
+def unseal(data: Any, purpose: str) -> JsonObject | None:
     """The document without its MAC where the MAC holds; None where it is missing or wrong."""
     if not isinstance(data, dict) or not verify(data.get(MAC_FIELD), purpose, _canonical(data)):
         return None

@@ -119,7 +119,8 @@ class Admission:
         answered = await self._complete(call)
         if answered is None or not answered.completions:
             return
-        opinion = {**parse_opinion(answered.completions[0].text), "model": self.s.verifier}
+        opinion = parse_opinion(answered.completions[0].text)
+        opinion["model"] = self.s.verifier
         self.s.store.update_candidate(candidate.id, verifier=opinion)
         self.opinions[candidate.id] = opinion["verdict"]
 
@@ -165,7 +166,7 @@ class Admission:
         candidate.verdict = verdict
         facts = []
         if resources is not None and (found := await resources):
-            candidate.meta.update(ptxas=[asdict(r) for r in found], arch=arch)
+            candidate.meta["ptxas"], candidate.meta["arch"] = [asdict(r) for r in found], arch
             facts.append(describe_resources(found, arch or ""))
         # Nsight Compute runs here, on the run's device: only where the lanes are this machine's GPUs.
         local_gpu = context.device.startswith("cuda") and self.s.executor.kind == "local"

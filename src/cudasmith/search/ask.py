@@ -22,6 +22,7 @@ from cudasmith.exec import make_executor
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.wire.status import Status
+from cudasmith.jsontypes import JsonDict
 from cudasmith.llm import LLMConfig, load_llm_config, make_client
 from cudasmith.llm.base import Completion
 from cudasmith.llm.replay import RESPONSES_FILE
@@ -52,14 +53,20 @@ class JudgedAnswer:
     verdict: Verdict
     path: Path | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """The JSON form."""
-        completion = self.completion.to_dict()
-        completion.pop("text")
+        answer = self.completion
         return {
             "index": self.index,
             "file": None if self.path is None else str(self.path),
-            **completion,
+            # The answer's fields but its text (its file holds the code, its response.md the answer).
+            "finish_reason": answer.finish_reason,
+            "model": answer.model,
+            "input_tokens": answer.input_tokens,
+            "output_tokens": answer.output_tokens,
+            "cost_usd": answer.cost_usd,
+            "latency_s": answer.latency_s,
+            "extra": answer.extra,
             "parse": {"kind": self.parsed.kind, "reason": self.parsed.reason, "notes": self.parsed.notes},
             "verdict": self.verdict.to_dict(),
         }
@@ -84,7 +91,7 @@ class AskResult:
         correct = [c for c in self.candidates if c.verdict.correct]
         return max(correct, key=lambda c: c.verdict.speedup or 0.0, default=None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """The JSON form, as `cudasmith ask --json` prints it and summary.json keeps it."""
         best = self.best
         return {

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
-
 from cudasmith.harness.nsight import NcuProfile
 from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.wire.status import Rule, Status
@@ -13,36 +10,50 @@ from cudasmith.search.prompts import Prompt
 from cudasmith.search.resources import KernelResources, describe_resources
 from cudasmith.search.strategies.base import SearchCandidate
 from cudasmith.store import CandidateRecord
+from cudasmith.store.shapes import CandidateMeta, StoredMessage, StoredRequest
 from cudasmith.tasks.problem import Problem
 
 # An answer in which no solution was found is judged like source that does not compile.
 NO_SOLUTION_STATUS = Status.COMPILE_ERROR
 
 
-def request_to_dict(request: Request) -> dict[str, Any]:
+def request_to_dict(request: Request) -> StoredRequest:
     """A request as the store keeps it."""
-    return asdict(request)
+    return StoredRequest(
+        messages=[StoredMessage(role=m.role, content=m.content) for m in request.messages],
+        n=request.n,
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        reasoning_effort=request.reasoning_effort,
+        thinking_budget=request.thinking_budget,
+    )
 
 
-def request_from_dict(data: dict[str, Any]) -> Request:
+def request_from_dict(data: StoredRequest) -> Request:
     """A stored request, to send again."""
-    messages = tuple(Message(m["role"], m["content"]) for m in data["messages"])
-    return Request(**{**data, "messages": messages})
+    return Request(
+        messages=tuple(Message(m["role"], m["content"]) for m in data["messages"]),
+        n=data["n"],
+        max_tokens=data["max_tokens"],
+        temperature=data["temperature"],
+        reasoning_effort=data["reasoning_effort"],
+        thinking_budget=data["thinking_budget"],
+    )
 
 
-def prompt_from_request(data: dict[str, Any]) -> Prompt:
+def prompt_from_request(data: StoredRequest) -> Prompt:
     """The system and user messages of a stored request."""
     by_role = {m["role"]: m["content"] for m in data.get("messages", [])}
     return Prompt(by_role.get("system", ""), by_role.get("user", ""))
 
 
-def facts_from_meta(meta: dict[str, Any]) -> tuple[str, ...]:
+def facts_from_meta(meta: CandidateMeta) -> tuple[str, ...]:
     """The hardware's facts about a candidate (ptxas, Nsight Compute) as prompt lines."""
     facts = []
-    if meta.get("ptxas"):
-        facts.append(describe_resources([KernelResources(**k) for k in meta["ptxas"]], meta.get("arch", "")))
-    if meta.get("profile"):
-        facts.append(NcuProfile(**meta["profile"]).describe())
+    if ptxas := meta.get("ptxas"):
+        facts.append(describe_resources([KernelResources(**k) for k in ptxas], meta.get("arch") or ""))
+    if profile := meta.get("profile"):
+        facts.append(NcuProfile(**profile).describe())
     return tuple(facts)
 
 

@@ -283,15 +283,15 @@ class Driver:
                     self.s.ensemble.record_answer(call.model, completion.cost_usd)
         self.observed = 1 + max((r.observed for r in records.values() if r.observed is not None), default=-1)
         for event in store.events(run_id):
-            key = event["key"].split("/", 1)[1]
-            if event["kind"] == "proposal":
-                asked = calls.get(key)
-                prompt = None if asked is None else prompt_from_request(asked.request)
-                proposal = Proposal.from_dict(event["data"], prompt)
+            key = event.key.split("/", 1)[1]
+            if event.kind == "proposal":
+                stored = calls.get(key)
+                prompt = None if stored is None else prompt_from_request(stored.request)
+                proposal = Proposal.from_dict(event.data, prompt)
                 self.proposals[key] = proposal
                 self.s.strategy.proposed(proposal)
-            elif event["kind"] == "settled":
-                self.members[key] = list(event["data"]["candidates"])
+            elif event.kind == "settled":
+                self.members[key] = list(event.data["candidates"])
                 for cid in self.members[key]:
                     candidate = candidate_from_record(records[cid])
                     self.s.context.candidates[cid] = candidate

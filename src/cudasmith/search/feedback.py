@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from cudasmith.harness.verdict import ConfigResult, Verdict
+from cudasmith.jsontypes import JsonObject
+from cudasmith.tasks.problem import Config
 
 # Compiler output and tracebacks are cut to this many lines, and any one block to this many characters.
 MAX_LOG_LINES = 30
@@ -61,7 +62,7 @@ def format_ms(value: float | None) -> str:
     return f"{value * 1e3:.1f} µs" if value < 1 else f"{value:.3f} ms"
 
 
-def _config_text(config: dict[str, Any] | str) -> str:
+def _config_text(config: Config | str) -> str:
     return config if isinstance(config, str) else (json.dumps(config) if config else "(default)")
 
 
@@ -141,6 +142,6 @@ def verdict_feedback(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def verdict_from_dict(data: dict[str, Any]) -> Verdict:
+def verdict_from_dict(data: JsonObject) -> Verdict:
     """A Verdict from its JSON form (what `cudasmith eval --json` prints)."""
     return Verdict.from_dict(data)

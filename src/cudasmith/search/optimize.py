@@ -12,12 +12,12 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from cudasmith.device import usable_device
 from cudasmith.errors import CudasmithError, UsageError
 from cudasmith.exec import check_executor, make_executor
 from cudasmith.harness.options import EvalOptions
+from cudasmith.jsontypes import JsonDict
 from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
 from cudasmith.search.ask import load_problem_or_task
 from cudasmith.search.config import OptimizeConfig, load_optimize_config
@@ -49,7 +49,7 @@ class OptimizeResult:
         """The best correct kernel's geometric-mean speedup over eager PyTorch."""
         return self.summary.best_speedup
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """The summary, as `optimize --json` prints it."""
         return {**self.summary.to_dict(), "store": str(self.store_path)}
 
@@ -191,7 +191,7 @@ def optimize(
                 on_change=on_change,
             )
             outcome = asyncio.run(drive(search))
-            lane_stats = lanes.stats().to_dict()
+            lane_stats = lanes.stats()
     except KeyboardInterrupt:
         run_store.update_run(run.id, status="stopped", stop_reason="interrupted")
         judged = sum(c.verdict is not None for c in context.candidates.values())

@@ -27,8 +27,9 @@ from cudasmith.llm.config import read_config_table
 from cudasmith.runtime.cpu import DEFAULT_FLAGS
 from cudasmith.search.feedback import verdict_feedback
 from cudasmith.search.hardware import Hardware, describe_hardware
+from cudasmith.store.shapes import StoredMessage
 from cudasmith.tasks.hidden import is_drawn
-from cudasmith.tasks.problem import FLOAT_DTYPES, Problem, load_module
+from cudasmith.tasks.problem import FLOAT_DTYPES, Config, Problem, load_module
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 # Said under the configs of a problem that has hidden ones, and only then.
@@ -76,9 +77,9 @@ class Prompt:
         """The prompt as chat messages."""
         return (Message("system", self.system), Message("user", self.user))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, list[StoredMessage]]:
         """The JSON form: the messages."""
-        return {"messages": [{"role": m.role, "content": m.content} for m in self.messages()]}
+        return {"messages": [StoredMessage(role=m.role, content=m.content) for m in self.messages()]}
 
 
 def public_source(problem: Problem) -> str:
@@ -95,7 +96,7 @@ def public_source(problem: Problem) -> str:
     return "".join(lines).strip("\n")
 
 
-def _describe_inputs(module: Any, config: dict[str, Any]) -> str | None:
+def _describe_inputs(module: Any, config: Config) -> str | None:
     """'x: float32[8, 1000]' for each forward argument, from a run of get_inputs on meta tensors."""
     import inspect
 

@@ -4,17 +4,17 @@ Its opinion only orders the judge's queue (a "fail" waits behind the others); no
 its word, because verifiers are often wrong about correct kernels (in robust-kbench's results, 3 of 12
 kernels correct on hardware got a unanimous "wrong"). How often it was right is measured against the
 judge: flagging a failure is a positive, so precision is the share of its "fail"s the judge also
-failed, and recall the share of the judge's failures it flagged.
+failed, and recall the share of the judge's failures it flagged (store.summary.VerifierAgreement).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from cudasmith.search.hardware import Hardware
 from cudasmith.search.prompts import Prompt, PromptBuilder
+from cudasmith.store.shapes import Opinion
 from cudasmith.tasks.problem import Problem
 
 # Queue priorities: judged first, then those not (yet) reviewed, then those the verifier failed.
@@ -30,7 +30,7 @@ def verifier_prompt(
     return Prompt(builder.render("verifier_system", values), builder.render("verifier", values) + "\n")
 
 
-def parse_opinion(text: str) -> dict[str, str]:
+def parse_opinion(text: str) -> Opinion:
     """{"verdict": "pass" | "fail" | "unclear", "reason": …} from the verifier's answer."""
     for match in reversed(OPINION.findall(text)):
         try:
@@ -44,25 +44,3 @@ def parse_opinion(text: str) -> dict[str, str]:
     if len(set(words)) == 1:
         return {"verdict": words[0], "reason": "(no JSON in the answer)"}
     return {"verdict": "unclear", "reason": "the answer says neither pass nor fail"}
-
-
-def agreement(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """Precision and recall of the verifier's "fail" against the judge, from (opinion, status) pairs of
-    candidates both looked at; with the counts behind them."""
-    decided = [(opinion, status) for opinion, status in pairs if opinion in ("pass", "fail")]
-    flagged_failed = sum(o == "fail" and s != "correct" for o, s in decided)
-    flagged_correct = sum(o == "fail" and s == "correct" for o, s in decided)
-    passed_failed = sum(o == "pass" and s != "correct" for o, s in decided)
-    passed_correct = sum(o == "pass" and s == "correct" for o, s in decided)
-    flagged = flagged_failed + flagged_correct
-    failed = flagged_failed + passed_failed
-    return {
-        "reviewed": len(pairs),
-        "unclear": len(pairs) - len(decided),
-        "precision": flagged_failed / flagged if flagged else None,
-        "recall": flagged_failed / failed if failed else None,
-        "flagged_and_failed": flagged_failed,
-        "flagged_but_correct": flagged_correct,
-        "passed_but_failed": passed_failed,
-        "passed_and_correct": passed_correct,
-    }

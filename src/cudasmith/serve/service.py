@@ -25,7 +25,7 @@ import time
 import traceback
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cudasmith.errors import UsageError
@@ -38,7 +38,8 @@ from cudasmith.serve.models import CandidateIn, Metrics, Served
 from cudasmith.serve.protocol import IDLE_S, MAX_QUEUE, MAX_SOURCE_BYTES, State
 from cudasmith.serve.sessions import Refused, Sessions, SessionSpec
 from cudasmith.store import CacheKey, RunStore, code_hash
-from cudasmith.store.integrity import TAMPERED
+from cudasmith.store.integrity import TAMPERED_REASON
+from cudasmith.store.shapes import CandidateMeta
 
 # How often sessions idle for ServeSettings.idle_s are looked for (and closed).
 IDLE_CHECK_S = 30.0
@@ -137,7 +138,7 @@ class JudgeService:
     def _admit(self, candidate: CandidateIn, spec: SessionSpec) -> int:
         code = code_hash(candidate.source)
         name = candidate.name or SOLUTION_FILE
-        meta = {"name": name, "fresh": candidate.fresh, "task": spec.problem.name}
+        meta = CandidateMeta(name=name, fresh=candidate.fresh, task=spec.problem.name)
         record = self.store.add_candidate(
             spec.run_id, secrets.token_hex(8), "file", source=candidate.source, code_hash=code, meta=meta
         )
@@ -213,9 +214,8 @@ class JudgeService:
                 failure = f"the judge failed: {type(exc).__name__}: {exc}"
             else:
                 verdict.solution = pending.name
-                data = verdict.to_dict()
                 verdict_id = self.store.record_verdict(
-                    id, data, spec.key, pending.code, spec.run_id, verdict.wall_s
+                    id, verdict, spec.key, pending.code, spec.run_id, verdict.wall_s
                 )
             if self._twins.get((pending.code, spec.key)) == id:
                 del self._twins[(pending.code, spec.key)]
@@ -257,12 +257,12 @@ class JudgeService:
         if run.kind != "serve":
             raise Refused(404, f"no submission {id} on this server")
         name = record.meta.get("name", SOLUTION_FILE)
-        if record.verdict is not None and record.verdict.get("status") == TAMPERED:
-            return Served(id=id, state=State.FAILED, task=run.task, error=record.verdict.get("reason"))
+        if record.tampered:
+            return Served(id=id, state=State.FAILED, task=run.task, error=TAMPERED_REASON)
         if record.verdict is not None:
-            verdict = {**record.verdict, "solution": name}
+            verdict = replace(record.verdict, solution=name)
             return Served(id=id, state=State.DONE, task=run.task, cached=record.verdict_cached,
-                          verdict=verdict, reward=reward(verdict))  # fmt: skip
+                          verdict=verdict.to_dict(), reward=reward(verdict))  # fmt: skip
         if record.skipped is not None:
             return Served(id=id, state=State.FAILED, task=run.task, error=record.skipped)
         return Served(id=id, state=State.QUEUED, task=run.task)

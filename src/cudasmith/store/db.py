@@ -12,7 +12,7 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime
@@ -22,17 +22,21 @@ from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonObject
 from cudasmith.store.integrity import CANDIDATE_SELECT, masked_seed, verdict_mac
 from cudasmith.store.records import (
+    BaselineTime,
     CacheKey,
     CallRecord,
     CandidateRecord,
     CompletionRecord,
+    EventRecord,
     Run,
     Turn,
     VerdictRecord,
 )
 from cudasmith.store.schema import MIGRATIONS, SCHEMA_VERSION
+from cudasmith.store.shapes import CompletionFields, SqlValue, StoredProposal, StoredRequest, VerifyMeta
 from cudasmith.timestamps import STORE_TIMESPEC, now_iso
 
 # Where the store lives unless --store or this variable says otherwise (relative to the working
@@ -41,17 +45,6 @@ STORE_ENV = "CUDASMITH_STORE"
 DEFAULT_STORE = Path("runs") / "cudasmith.db"
 # A writer waits this long for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 60.0
-# The columns of a completion besides its call and index (the fields of cudasmith.llm.Completion).
-COMPLETION_COLUMNS = (
-    "text",
-    "finish_reason",
-    "model",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_s",
-    "extra",
-)
 
 
 def default_store_path() -> Path:
@@ -64,11 +57,11 @@ def new_run_id(kind: str) -> str:
     return f"{kind}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any], ignore: bool = False) -> int:
+def _insert(db: sqlite3.Connection, table: str, values: Mapping[str, SqlValue], ignore: bool = False) -> int:
     """INSERT one row of `values` (column: value); OR IGNORE keeps a row already stored under its key."""
     verb = "INSERT OR IGNORE" if ignore else "INSERT"
     marks = ", ".join("?" * len(values))
@@ -177,7 +170,7 @@ class RunStore:
         run_id: str,
         status: str | None = None,
         stop_reason: str | None = None,
-        summary: dict[str, Any] | None = None,
+        summary: JsonObject | None = None,
     ) -> None:
         """Set a run's status, why it stopped and its summary (each left alone when None)."""
         with self._write() as db:
@@ -196,7 +189,13 @@ class RunStore:
     # LLM calls.
 
     def start_call(
-        self, run_id: str, key: str, purpose: str, model: str, request: dict[str, Any], meta: dict[str, Any]
+        self,
+        run_id: str,
+        key: str,
+        purpose: str,
+        model: str,
+        request: StoredRequest,
+        meta: StoredProposal | VerifyMeta,
     ) -> CallRecord:
         """Store a call before it is sent, or return the one stored under the same key (resume)."""
         with self._write() as db:
@@ -218,13 +217,25 @@ class RunStore:
         assert call is not None
         return call
 
-    def finish_call(self, call_id: int, completions: list[dict[str, Any]], error: str | None = None) -> None:
+    def finish_call(
+        self, call_id: int, completions: list[CompletionFields], error: str | None = None
+    ) -> None:
         """Store a call's answers (fields of `cudasmith.llm.Completion`); with none, it failed with `error`."""
         with self._write() as db:
             for index, completion in enumerate(completions):
-                row = {k: completion.get(k) for k in COMPLETION_COLUMNS}
-                row["extra"] = _dumps(completion.get("extra") or {})
-                _insert(db, "completions", {"call_id": call_id, "idx": index, **row}, ignore=True)
+                row: dict[str, SqlValue] = {
+                    "call_id": call_id,
+                    "idx": index,
+                    "text": completion.get("text"),
+                    "finish_reason": completion.get("finish_reason"),
+                    "model": completion.get("model"),
+                    "input_tokens": completion.get("input_tokens"),
+                    "output_tokens": completion.get("output_tokens"),
+                    "cost_usd": completion.get("cost_usd"),
+                    "latency_s": completion.get("latency_s"),
+                    "extra": _dumps(completion.get("extra") or {}),
+                }
+                _insert(db, "completions", row, ignore=True)
             db.execute(
                 "UPDATE llm_calls SET status = ?, error = ?, finished_at = ? WHERE id = ?",
                 ("done" if completions else "failed", error, now_iso(STORE_TIMESPEC), call_id),
@@ -376,20 +387,18 @@ class RunStore:
             VerdictRecord.from_row(r) for r in self._rows("SELECT * FROM verdicts WHERE run_id = ?", run_id)
         ]
 
-    def baselines(self, task_version: str, device_name: str) -> list[dict[str, Any]]:
+    def baselines(self, task_version: str, device_name: str) -> list[BaselineTime]:
         """Every baseline time recorded for a task version on a device, oldest first."""
         rows = self._rows(
             "SELECT * FROM baselines WHERE task_version = ? AND device_name = ? ORDER BY id",
             task_version,
             device_name,
         )
-        return [
-            {**dict(r), "config": json.loads(r["config"]), "ci95_ms": json.loads(r["ci95_ms"])} for r in rows
-        ]
+        return [BaselineTime.from_row(r) for r in rows]
 
     # Events and chains.
 
-    def add_event(self, run_id: str, key: str, kind: str, data: dict[str, Any]) -> None:
+    def add_event(self, run_id: str, key: str, kind: str, data: Mapping[str, object]) -> None:
         """Record something the search did (a round ended, islands migrated); once per key."""
         with self._write() as db:
             row = {
@@ -401,15 +410,15 @@ class RunStore:
             }
             _insert(db, "events", row, ignore=True)
 
-    def events(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
-        """A run's events in order: key, kind, data, created_at."""
+    def events(self, run_id: str, kind: str | None = None) -> list[EventRecord]:
+        """A run's events in order."""
         rows = self._rows(
             "SELECT * FROM events WHERE run_id = ? AND (? IS NULL OR kind = ?) ORDER BY id",
             run_id,
             kind,
             kind,
         )
-        return [{**dict(r), "data": json.loads(r["data"])} for r in rows]
+        return [EventRecord.from_row(r) for r in rows]
 
     def chain(self, candidate_id: int) -> list[Turn]:
         """The multi-turn chain that led to a candidate, first turn first: each ancestor along the first

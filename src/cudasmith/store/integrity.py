@@ -9,10 +9,10 @@ decoded, and everything that reads verdicts (bench's summary, `report`) counts i
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from cudasmith.harness.verdict import Verdict
 from cudasmith.runtime import seal
+from cudasmith.store.shapes import SqlValue
 
 # The verdict row's columns under its MAC (all but its id, wall time and creation time).
 VERDICT_COLUMNS = (
@@ -32,24 +32,25 @@ CANDIDATE_SELECT = (
 )
 
 
-def verdict_mac(columns: dict[str, Any]) -> str:
+def verdict_mac(columns: dict[str, SqlValue]) -> str:
     """The MAC of a verdict row's columns (VERDICT_COLUMNS)."""
     return seal.mac(VERDICT_PURPOSE, json.dumps([columns.get(name) for name in VERDICT_COLUMNS]))
 
 
-def verdict_intact(columns: dict[str, Any], mac: str | None) -> bool:
+def verdict_intact(columns: dict[str, SqlValue], mac: SqlValue) -> bool:
     """Whether a verdict row is as the judge wrote it."""
-    return seal.verify(mac, VERDICT_PURPOSE, json.dumps([columns.get(name) for name in VERDICT_COLUMNS]))
+    text = json.dumps([columns.get(name) for name in VERDICT_COLUMNS])
+    return isinstance(mac, str) and seal.verify(mac, VERDICT_PURPOSE, text)
 
 
-def stored_verdict(columns: dict[str, Any], mac: str | None) -> Verdict | None:
+def stored_verdict(columns: dict[str, SqlValue], mac: SqlValue) -> Verdict | None:
     """A verdict row's verdict; None for a row that fails its MAC (nothing of its content is read)."""
     if not verdict_intact(columns, mac):
         return None
-    return Verdict.from_dict(json.loads(columns["verdict"]))
+    return Verdict.from_dict(json.loads(str(columns["verdict"])))
 
 
-def split_joined(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+def split_joined(data: dict[str, SqlValue]) -> tuple[dict[str, SqlValue] | None, SqlValue]:
     """Take a candidate row's joined verdict columns out of it: (columns, mac), or (None, None) unjudged."""
     columns = {name: data.pop(f"{JOINED}{name}", None) for name in VERDICT_COLUMNS}
     mac = data.pop(f"{JOINED}mac", None)

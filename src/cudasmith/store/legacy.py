@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from typing import Any
 
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.jsontypes import JsonObject
 from cudasmith.store.integrity import VERDICT_COLUMNS, verdict_intact, verdict_mac
 
 # (rule, pattern over an older judge's reason). The first match wins, so the more specific phrases come
@@ -69,7 +69,7 @@ def rule_of_reason(status: object, reason: object) -> Rule | None:
     return next((rule for rule, pattern in PHRASES if pattern.search(text)), Rule.OTHER)
 
 
-def _named(entry: dict[str, Any]) -> None:
+def _named(entry: JsonObject) -> None:
     rule = rule_of_reason(entry.get("status"), entry.get("reason"))
     entry["rule"] = None if rule is None else rule.value
 

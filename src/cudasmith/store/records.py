@@ -9,7 +9,19 @@ from dataclasses import astuple, dataclass, field
 from typing import Any, Protocol
 
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonObject
 from cudasmith.store.integrity import TAMPERED, masked_seed, split_joined, stored_verdict
+from cudasmith.store.shapes import (
+    CandidateMeta,
+    CompletionFields,
+    Opinion,
+    ParseInfo,
+    RunOptions,
+    StoredProposal,
+    StoredRequest,
+    VerifyMeta,
+)
+from cudasmith.tasks.problem import Config
 
 
 def code_hash(source: str) -> str:
@@ -45,14 +57,15 @@ class Run:
     problem_path: str | None = None
     strategy: str | None = None
     models: list[str] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)
-    versions: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = field(default_factory=lambda: RunOptions())
+    versions: dict[str, str | None] = field(default_factory=dict)
     secret_seed: int | None = None
     directory: str | None = None
     id: str = ""
     status: str = "running"
     stop_reason: str | None = None
-    summary: dict[str, Any] | None = None
+    # The RunSummary's JSON (store.summary), once the run ends.
+    summary: JsonObject | None = None
     created_at: str = ""
     updated_at: str = ""
 
@@ -80,7 +93,7 @@ class CompletionRecord:
     output_tokens: int | None
     cost_usd: float | None
     latency_s: float | None
-    extra: dict[str, Any]
+    extra: JsonObject
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> CompletionRecord:
@@ -89,7 +102,7 @@ class CompletionRecord:
         data["extra"] = _json(data["extra"], {})
         return cls(**data)
 
-    def completion_dict(self) -> dict[str, Any]:
+    def completion_dict(self) -> CompletionFields:
         """The fields of `cudasmith.llm.Completion`."""
         return {
             "text": self.text,
@@ -169,8 +182,8 @@ class CallRecord:
     key: str
     purpose: str
     model: str
-    request: dict[str, Any]
-    meta: dict[str, Any]
+    request: StoredRequest
+    meta: StoredProposal | VerifyMeta
     status: str
     error: str | None
     started_at: str
@@ -206,9 +219,9 @@ class CandidateRecord:
     source: str | None
     code_hash: str | None
     path: str | None
-    parse: dict[str, Any]
-    meta: dict[str, Any]
-    verifier: dict[str, Any] | None
+    parse: ParseInfo
+    meta: CandidateMeta
+    verifier: Opinion | None
     skipped: str | None
     verdict_id: int | None
     verdict_cached: bool
@@ -280,3 +293,46 @@ class Turn:
     status: str | None
     operator: str | None
     parents: list[int]
+
+
+@dataclass
+class BaselineTime:
+    """A baseline's time on one config, as a verdict measured it (the `baselines` table)."""
+
+    id: int
+    verdict_id: int
+    task_version: str
+    device_name: str
+    config_index: int
+    config: Config | str
+    name: str
+    time_ms: float
+    ci95_ms: list[float] | None
+    sol_pct: float | None
+    measured_at: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> BaselineTime:
+        data = dict(row)
+        data["config"] = _json(data["config"])
+        data["ci95_ms"] = _json(data["ci95_ms"])
+        return cls(**data)
+
+
+@dataclass
+class EventRecord:
+    """Something the search did, once per key: its kind (proposal, settled, round, migration, task-run…)
+    and its data, whose shape is the kind's."""
+
+    id: int
+    run_id: str
+    key: str
+    kind: str
+    data: JsonObject
+    created_at: str
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> EventRecord:
+        data = dict(row)
+        data["data"] = _json(data["data"], {})
+        return cls(**data)

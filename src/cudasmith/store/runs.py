@@ -82,7 +82,7 @@ def _attempt(run: Run, candidate: CandidateRecord, spent: dict[int, float | None
 
 def task_runs(store: RunStore, bench: Run) -> dict[str, Run]:
     """A bench of a model's search run per task (its `task-run` events); empty for other runs."""
-    return {e["data"]["task"]: store.run(e["data"]["run"]) for e in store.events(bench.id, kind="task-run")}
+    return {e.data["task"]: store.run(e.data["run"]) for e in store.events(bench.id, kind="task-run")}
 
 
 @dataclass

@@ -15,9 +15,10 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
+from cudasmith.exec import ExecutorStats
 from cudasmith.harness.wire.status import STATUSES
+from cudasmith.jsontypes import JsonDict
 from cudasmith.store.metrics import (
     Attempt,
     BaselineFigures,
@@ -141,7 +142,7 @@ class Cost:
             per_task_usd=usd / tasks if usd is not None and tasks else None,
         )
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonDict:
         """The JSON form: the totals, per correct kernel and per task, and per model."""
         return {
             **self.total.to_dict(),
@@ -285,10 +286,10 @@ class RunSummary:
     judge: JudgeTime = field(default_factory=JudgeTime)
     verifier: VerifierAgreement | None = None
     # What only the process that ran the run knew: the best kernel's file, the model errors, and the
-    # executor's statistics (ExecutorStats.to_dict()).
+    # executor's statistics.
     best_path: str | None = None
     errors: list[str] = field(default_factory=list)
-    executor: dict[str, Any] | None = None
+    executor: ExecutorStats | None = None
 
     @property
     def attempts(self) -> int:
@@ -320,10 +321,10 @@ class RunSummary:
         """US dollars per task; None when unknown or no model was called."""
         return None if self.cost is None else self.cost.per_task_usd
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """The JSON form (`optimize --json`, `bench --json`, `report --json`, the run's row): one flat
         object, the counts at its top."""
-        data = asdict(replace(self, cost=None))
+        data = asdict(replace(self, cost=None, executor=None))
         counts = self.counts
         return {
             **data,
@@ -337,6 +338,7 @@ class RunSummary:
             "statuses": counts.statuses,
             "best_speedup": self.best_speedup,
             "cost": None if self.cost is None else self.cost.to_dict(),
+            "executor": None if self.executor is None else self.executor.to_dict(),
         }
 
 
@@ -418,5 +420,5 @@ def about_run(
         verifier=verifier,
         best_path=stored.get("best_path"),
         errors=list(stored.get("errors") or []),
-        executor=stored.get("executor"),
+        executor=ExecutorStats.from_dict(stored["executor"]) if stored.get("executor") else None,
     )

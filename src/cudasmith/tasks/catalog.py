@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from cudasmith.tasks.problem import Problem
 
@@ -30,7 +30,32 @@ def baselines(problem: Problem) -> list[str]:
     return [*BASELINES, *(["expert"] if problem.expert else [])]
 
 
-def task_row(problem: Problem) -> dict[str, Any]:
+class TaskRow(TypedDict):
+    """One task as `cudasmith tasks` lists it (and its JSON)."""
+
+    name: str
+    level: str
+    dtype: str | None
+    configs: int
+    hidden_configs: int
+    validator: bool
+    expert: str | None
+    baselines: list[str]
+    l2_state: str
+    description: str
+
+
+class TaskListing(TypedDict):
+    """`cudasmith tasks --json`: tasks per level, how many, the tasks, and (for a folder of problems) the
+    files that were not loaded (each with its status, name, path and why)."""
+
+    counts: dict[str, int]
+    total: int
+    tasks: list[TaskRow]
+    unloaded: NotRequired[list[dict[str, str]]]
+
+
+def task_row(problem: Problem) -> TaskRow:
     """One task as a listing shows it."""
     return {
         "name": problem.name,

@@ -9,13 +9,12 @@ shown of them (`cudasmith show`, prompts) is how many there are.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from cudasmith.tasks.inputs import derive_seed
-from cudasmith.tasks.problem import Problem
+from cudasmith.tasks.problem import Config, Problem
 
 
-def draw_hidden(config: dict[str, Any], secret: int, index: int) -> dict[str, Any]:
+def draw_hidden(config: Config, secret: int, index: int) -> Config:
     """One hidden config as a session with `secret` judges it: each range replaced by one of its values."""
     return {
         key: value[derive_seed(secret, "hidden", index, key) % len(value)]
@@ -31,7 +30,7 @@ def for_session(problem: Problem, secret: int) -> Problem:
     return replace(problem, hidden_configs=drawn)
 
 
-def is_drawn(config: dict[str, Any]) -> bool:
+def is_drawn(config: Config) -> bool:
     """Whether a hidden config has a value drawn per session."""
     return any(isinstance(value, range) for value in config.values())
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import hashlib
 import random
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
+
+from cudasmith.tasks.problem import Config
 
 
 def derive_seed(*parts: object) -> int:
@@ -37,7 +39,7 @@ def to_device(value: Any, device: str) -> Any:
     return value
 
 
-def make_init_inputs(module: ModuleType, config: dict[str, Any], seed: int) -> list[Any]:
+def make_init_inputs(module: ModuleType, config: Config, seed: int) -> list[Any]:
     """Constructor arguments for Model and ModelNew under one config."""
     get_init_inputs = getattr(module, "get_init_inputs", None)
     if get_init_inputs is None:
@@ -46,7 +48,7 @@ def make_init_inputs(module: ModuleType, config: dict[str, Any], seed: int) -> l
     return list(get_init_inputs(**config))
 
 
-def make_inputs(module: ModuleType, config: dict[str, Any], seed: int, device: str) -> list[Any]:
+def make_inputs(module: ModuleType, config: Config, seed: int, device: str) -> list[Any]:
     """Forward arguments under one config and seed, made on `device` (a problem's factory calls allocate
     there directly; what it makes elsewhere is moved). Processes on the same device get the same values."""
     seed_everything(seed)
@@ -81,14 +83,26 @@ def tensor_bytes(values: list[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any]:
+class ConfigSizes(TypedDict, total=False):
+    """One config's size and work (the fields of harness.wire.results.ConfigDescription)."""
+
+    input_bytes: int
+    parameter_bytes: int
+    output_bytes: int
+    flops: int
+    bytes_moved: int
+    # Why the reference could not run on meta tensors.
+    unknown: str
+
+
+def describe_config(module: ModuleType, config: Config) -> ConfigSizes:
     """Input, parameter and output bytes and FLOPs of one config, from a run of the reference on meta
     tensors (no memory, no time); a problem's own flops()/bytes_moved() win. References that cannot
     run on meta tensors (data-dependent ones) get an 'unknown' entry saying why, and keep the input
     and parameter bytes when those could be made."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    description: dict[str, Any] = {}
+    description = ConfigSizes()
     try:
         with torch.device("meta"):
             model = module.Model(*make_init_inputs(module, config, 0))
@@ -101,13 +115,14 @@ def describe_config(module: ModuleType, config: dict[str, Any]) -> dict[str, Any
         with torch.device("meta"), FlopCounterMode(display=False) as counter:
             output = model(*inputs)
         outputs = list(output) if isinstance(output, (tuple, list)) else [output]
-        description.update(output_bytes=tensor_bytes(outputs), flops=counter.get_total_flops())
+        description["output_bytes"] = tensor_bytes(outputs)
+        description["flops"] = counter.get_total_flops()
     except Exception as exc:
         description["unknown"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-    for name in ("flops", "bytes_moved"):
-        function = getattr(module, name, None)
-        if callable(function):
-            description[name] = int(function(**config))
+    if callable(flops := getattr(module, "flops", None)):
+        description["flops"] = int(flops(**config))
+    if callable(moved := getattr(module, "bytes_moved", None)):
+        description["bytes_moved"] = int(moved(**config))
     return description
 
 

@@ -35,7 +35,15 @@ from cudasmith.errors import CudasmithError
 from cudasmith.hardware import driver_attributes
 from cudasmith.timing import clock
 from cudasmith.timing.l2 import PersistingL2
-from cudasmith.timing.protocol import CallHooks, Measurement, StopRule, TimingError, TimingPlan, warm_up
+from cudasmith.timing.protocol import (
+    CallHooks,
+    Measurement,
+    StopRule,
+    TimingError,
+    TimingPlan,
+    WorkTotal,
+    warm_up,
+)
 from cudasmith.timing.spans import SpanLog, with_launch_cost
 
 SOURCE = r"""
@@ -425,7 +433,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         )
     kept_samples = [sample for sample, keep in zip(taken, kept, strict=True) if keep]
     event_ms = [sample.event_ms for sample in kept_samples]
-    work_seen: dict[str, dict[str, Any]] = {}
+    work_seen: dict[str, WorkTotal] = {}
     spans = log.spans(kept, event_ms, warnings, work_seen) if kit is not None else None
     if spans is None:
         samples_ms, launch_ms = event_ms, None

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from cudasmith.errors import CudasmithError
+from cudasmith.jsontypes import JsonDict
 
 # time.perf_counter as it was when this module was imported, as clock.py captures it (the worker imports
 # both before any solution): this module needs no more of clock.py, whose CUDA references import torch.
@@ -214,6 +215,16 @@ def median_rel_stderr(ordered: list[float]) -> float:
 
 
 @dataclass
+class WorkTotal:
+    """What ran under one name in a measurement's kept samples: its kind (kernel, memcpy, memset…), its
+    nanoseconds in all, and how many times it ran."""
+
+    kind: str
+    ns: int = 0
+    calls: int = 0
+
+
+@dataclass
 class Measurement:
     """Raw samples of one timed callable, in milliseconds, and how they were taken.
 
@@ -233,8 +244,8 @@ class Measurement:
     stop: str = ""
     discarded: int = 0
     warnings: list[str] = field(default_factory=list)
-    # What ran in the kept samples (GPU only), per name: {"kind", "ns" in total, "calls"}.
-    work: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What ran in the kept samples (GPU only), per name.
+    work: dict[str, WorkTotal] = field(default_factory=dict)
     # Where the measurement's wall time went, in seconds: "warmup", "sampling", "records" (reading
     # CUPTI's records at checkpoints and at the end, on a GPU).
     phases_s: dict[str, float] = field(default_factory=dict)
@@ -254,7 +265,7 @@ class Measurement:
         """The median's relative standard error."""
         return median_rel_stderr(sorted(self.samples_ms))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonDict:
         """A JSON-ready summary with the raw samples."""
         low, high = self.ci95_ms
         return {
@@ -267,13 +278,13 @@ class Measurement:
             "discarded": self.discarded,
             "warnings": self.warnings,
             "plan": asdict(self.plan),
-            "work": self.work,
             "phases_s": self.phases_s,
             "span_median_ms": statistics.median(self.span_ms) if self.span_ms else None,
             "event_median_ms": statistics.median(self.event_ms) if self.event_ms else None,
             "host_median_ms": statistics.median(self.host_ms) if self.host_ms else None,
             "clock_median_mhz": statistics.median(self.clock_mhz) if self.clock_mhz else None,
-            **{key: getattr(self, key) for key in RAW_KEYS},
+            **{key: getattr(self, key) for key in RAW_KEYS if key != "work"},
+            "work": {name: asdict(total) for name, total in self.work.items()},
         }
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cudasmith.timing.activity import Activity, ActivityRecorder, span_ms, work_between
+from cudasmith.timing.protocol import WorkTotal
 
 # After a checkpoint whose spans were still too noisy, the next comes once the samples have grown by this
 # factor (and by the plan's minimum count): at most a handful of checkpoints up to the sample cap.
@@ -108,7 +109,7 @@ class SpanLog:
         kept: list[bool],
         event_ms: list[float],
         warnings: list[str],
-        work_seen: dict[str, dict[str, Any]],
+        work_seen: dict[str, WorkTotal],
     ) -> list[float] | None:
         """The kept samples' CUPTI spans (0 for a call with no GPU work), or None (with a warning) when the
         CUDA-event times must stand in. `kept` covers every sample taken, `event_ms` the kept ones;
@@ -119,9 +120,9 @@ class SpanLog:
         kept_work = [items for items, keep in zip(self.work, kept, strict=True) if keep]
         for items in kept_work:
             for activity in items:
-                entry = work_seen.setdefault(activity.name, {"kind": activity.kind, "ns": 0, "calls": 0})
-                entry["ns"] += activity.duration_ns
-                entry["calls"] += 1
+                entry = work_seen.setdefault(activity.name, WorkTotal(activity.kind))
+                entry.ns += activity.duration_ns
+                entry.calls += 1
         spans = [span_ms(items) for items in kept_work]
         empty = [event for span, event in zip(spans, event_ms, strict=True) if span is None]
         if empty and len(empty) * 2 > len(spans) and statistics.median(empty) >= CUPTI_BLIND_EVENT_MS:

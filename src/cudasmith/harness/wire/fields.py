@@ -16,10 +16,9 @@ import typing
 from functools import cache
 from typing import Any, TypeVar, Union
 
+from cudasmith.jsontypes import JsonObject
+
 T = TypeVar("T")
-# A JSON object as json.loads gives it: what typed messages and verdicts become on a pipe or on disk, and
-# what their readers check field by field.
-JsonObject = dict[str, Any]
 
 
 def known_fields(cls: type, data: JsonObject) -> JsonObject:

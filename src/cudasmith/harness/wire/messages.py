@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, get_args
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.wire.fields import JsonObject, MalformedMessage, from_wire, to_wire
+from cudasmith.harness.wire.fields import MalformedMessage, from_wire, to_wire
 from cudasmith.harness.wire.results import ConfigDescription, Mismatch
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.jsontypes import JsonDict
 from cudasmith.tasks.problem import Config
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
@@ -404,7 +405,7 @@ Request = (
 REQUESTS: dict[str, type] = {kind.op: kind for kind in get_args(Request)}
 
 
-def request_header(request: Request, request_id: int) -> JsonObject:
+def request_header(request: Request, request_id: int) -> JsonDict:
     """A request as the header that carries it, with its op and the id its answer must carry."""
     return {"op": request.op, **to_wire(request), "id": request_id}
 

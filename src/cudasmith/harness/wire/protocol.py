@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from cudasmith.harness.wire.fields import JsonObject
+from cudasmith.jsontypes import JsonDict
 
 if TYPE_CHECKING:
     import torch
@@ -59,7 +60,7 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def tensor_spec(tensor: torch.Tensor) -> JsonObject:
+def tensor_spec(tensor: torch.Tensor) -> JsonDict:
     """What the header says of one tensor."""
     return {"dtype": dtype_name(tensor.dtype), "shape": list(tensor.shape)}
 

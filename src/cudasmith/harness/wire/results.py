@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from cudasmith.harness.wire.fields import JsonObject, known_fields
+from cudasmith.jsontypes import JsonDict
 from cudasmith.timing.protocol import RAW_KEYS, Measurement, TimingPlan
 
 # A time's raw lists (of a measurement's samples): in a verdict's JSON only when asked for. What ran in
@@ -87,7 +88,7 @@ class Timing:
         values.pop("plan", None)
         return cls(**values, plan=measurement.plan, exclusive=exclusive)
 
-    def to_dict(self, samples: bool = False) -> JsonObject:
+    def to_dict(self, samples: bool = False) -> JsonDict:
         """The JSON form; the raw lists only when asked for."""
         data = asdict(self)
         if not samples:
@@ -129,7 +130,7 @@ class BaselineEntry:
     sol_pct: float | None = None
     error: str | None = None
 
-    def to_dict(self) -> JsonObject:
+    def to_dict(self) -> JsonDict:
         """The JSON form: the error alone, or the time with what is known of it."""
         if self.error is not None:
             return {"error": self.error}
@@ -174,7 +175,7 @@ class Mismatch:
     got_inf: int | None = None
     expected_inf: int | None = None
 
-    def to_dict(self) -> JsonObject:
+    def to_dict(self) -> JsonDict:
         """The JSON form: what is known (fields that do not apply are left out)."""
         data = asdict(self)
         return {name: value for name, value in data.items() if value is not None}
@@ -221,7 +222,7 @@ class TimingReport:
     finish_s: float = 0.0
     release_s: float = 0.0
 
-    def to_dict(self) -> JsonObject:
+    def to_dict(self) -> JsonDict:
         return asdict(self)
 
     @classmethod

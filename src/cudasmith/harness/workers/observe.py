@@ -37,6 +37,7 @@ from cudasmith.harness.workers.binaries import (
 from cudasmith.harness.workers.recording import CpuEvent
 from cudasmith.harness.workers.runtimes import runtime_kernels
 from cudasmith.timing.activity import Activity
+from cudasmith.timing.protocol import WorkTotal
 
 # fmt: off
 ALLOCATION = {
@@ -301,11 +302,11 @@ class OwnKernels:
         return not RESERVED_KERNEL_NAME.search(name) and any(p.search(name) for p in self.patterns)
 
 
-def audit_kernels(work: Iterable[Activity] | dict[str, dict[str, Any]], own: OwnKernels) -> KernelAudit:
+def audit_kernels(work: Iterable[Activity] | dict[str, WorkTotal], own: OwnKernels) -> KernelAudit:
     """Classify GPU work (activities, or a measurement's per-name totals) by whose it is."""
     totals: dict[str, tuple[str, int]] = {}
     if isinstance(work, dict):
-        totals = {name: (entry["kind"], int(entry["ns"])) for name, entry in work.items()}
+        totals = {name: (entry.kind, entry.ns) for name, entry in work.items()}
     else:
         for activity in work:
             kind, ns = totals.get(activity.name, (activity.kind, 0))

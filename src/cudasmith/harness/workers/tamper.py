@@ -231,7 +231,7 @@ class Accepted:
     each lookup is by one of them. Any difference, a benign one included (torch binding a submodule it
     imports lazily), sends the check to the full comparison, which names what changed."""
 
-    def __init__(self, watched: list[Watched], modules: dict[str, Any]) -> None:
+    def __init__(self, watched: list[Watched], modules: dict[str, ModuleType]) -> None:
         """Made right after a full comparison found nothing: no candidate code runs in between."""
         self.owners = tuple(w.owner for w in watched)
         self.owner_types = tuple(w.owner_type for w in watched)
@@ -270,7 +270,7 @@ class Snapshot:
 
     def __init__(self) -> None:
         self.watched = _watched()
-        self._modules: dict[str, Any] = sys.modules
+        self._modules: dict[str, ModuleType] = sys.modules
         # The registry itself, held by the judge: a check reads its keys and calls nothing the candidate made.
         self._active: dict[Any, Any] = threading._active  # type: ignore[attr-defined]  # private: not in typeshed
         self._running_python = sys._current_frames

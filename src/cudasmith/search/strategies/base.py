@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonObject
 from cudasmith.search.config import OptimizeConfig
 from cudasmith.search.hardware import Hardware
 from cudasmith.search.prompts import Parent, Prompt, PromptBuilder
 from cudasmith.store.metrics import fastest_first, screened_speedup_of, sol_pct_of, speedup_of
+from cudasmith.store.shapes import CandidateMeta, ProposalMeta, StoredProposal
 from cudasmith.tasks.problem import Problem
 
 # How promising a failure is to repair, best first (an answer with no code at all comes last).
@@ -36,9 +38,9 @@ class Proposal:
     n: int = 1
     sources: tuple[str, ...] = ()
     parent_source: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: ProposalMeta = field(default_factory=lambda: ProposalMeta())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StoredProposal:
         """What the store keeps of it besides the prompt (which its call's request holds)."""
         return {
             "key": self.key,
@@ -54,8 +56,8 @@ class Proposal:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], prompt: Prompt | None = None) -> Proposal:
-        """A proposal from its stored form."""
+    def from_dict(cls, data: JsonObject, prompt: Prompt | None = None) -> Proposal:
+        """A proposal from its stored form (StoredProposal)."""
         fields = {**data, "parents": tuple(data["parents"]), "sources": tuple(data["sources"])}
         return cls(**fields, prompt=prompt)
 
@@ -75,7 +77,7 @@ class SearchCandidate:
     verdict: Verdict | None = None
     skipped: str | None = None
     facts: tuple[str, ...] = ()
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: CandidateMeta = field(default_factory=lambda: CandidateMeta())
 
     @property
     def correct(self) -> bool:
@@ -159,7 +161,7 @@ class Event:
 
     key: str
     kind: str
-    data: dict[str, Any]
+    data: JsonObject
 
 
 class Strategy(ABC):
