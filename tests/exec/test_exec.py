@@ -462,3 +462,15 @@ def test_a_session_heeds_the_latest_count_of_candidates_waiting_for_it() -> None
         assert judge.pool.size == 1, "the floor stays ahead for candidates to come"
         judge.expect(9, order=7)
         assert judge.pool.size == 4, "never beyond the session's own count"
+
+
+def test_executor_statistics_read_back_from_a_summary_say_the_same() -> None:
+    """A run's stored summary keeps the statistics as JSON; `report` reads them back and prints them again:
+    the busy shares are those of the rounded times, or 0.7569 would come back as 0.757."""
+    from cudasmith.exec import ExecutorStats, LaneStats
+
+    lanes = [LaneStats("cpu", judged=1, busy_s=7.5349, sessions=1)]
+    stats = ExecutorStats("local", lanes, 9.9544, building=0, waiting_for_build=0, ready=0, max_ready=1)
+    stored = stats.to_dict()
+    assert ExecutorStats.from_dict(stored).to_dict() == stored
+    assert stored["busy_fraction"] == round(7.535 / 9.954, 4)

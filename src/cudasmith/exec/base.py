@@ -89,20 +89,27 @@ class ExecutorStats:
         return sum(min(lane.busy_s / self.wall_s, 1.0) for lane in self.lanes) / len(self.lanes)
 
     def to_dict(self) -> JsonDict:
-        """The JSON form, as a run's summary keeps it (times rounded, the busy shares beside them)."""
+        """The JSON form, as a run's summary keeps it: times rounded to the millisecond, and the busy shares
+        of those rounded times (so that from_dict and to_dict again give the same)."""
+        rounded = replace(
+            self,
+            wall_s=round(self.wall_s, 3),
+            lanes=[replace(lane, busy_s=round(lane.busy_s, 3)) for lane in self.lanes],
+            build_s=round(self.build_s, 3),
+        )
+        busy = rounded.busy_fraction
         return {
             "kind": self.kind,
-            "wall_s": round(self.wall_s, 3),
-            "busy_fraction": None if self.busy_fraction is None else round(self.busy_fraction, 4),
+            "wall_s": rounded.wall_s,
+            "busy_fraction": None if busy is None else round(busy, 4),
             "lanes": [
                 {
                     **vars(lane),
-                    "busy_s": round(lane.busy_s, 3),
                     "busy_fraction": None
-                    if (share := self.lane_busy_fraction(lane)) is None
+                    if (share := rounded.lane_busy_fraction(lane)) is None
                     else round(share, 4),
                 }
-                for lane in self.lanes
+                for lane in rounded.lanes
             ],
             "queue": {
                 "building": self.building,
@@ -110,7 +117,7 @@ class ExecutorStats:
                 "ready": self.ready,
                 "max_ready": self.max_ready,
             },
-            "builds": {"built": self.built, "failed": self.build_failed, "seconds": round(self.build_s, 3)},
+            "builds": {"built": self.built, "failed": self.build_failed, "seconds": rounded.build_s},
             "gpu_utilization": {k: round(v, 4) for k, v in self.gpu_utilization.items()},
         }
 
