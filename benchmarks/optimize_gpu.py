@@ -92,19 +92,14 @@ def main() -> int:
 
     from cudasmith.harness.options import EvalOptions
     from cudasmith.llm import load_llm_config
-    from cudasmith.search.config import OptimizeConfig
+    from cudasmith.search.config import OptimizeConfig, SearchSettings
     from cudasmith.search.optimize import optimize
     from cudasmith.store import RunStore
 
-    result = optimize(
-        args.task,
-        f"replay:{recording}",
-        device="cuda",
-        store=out / "runs.db",
-        config=OptimizeConfig(strategy="fsr", n=4, depth=2, tunable_trials=2),
-        llm_config=load_llm_config(),
-        options=EvalOptions(seeds_per_config=1, baselines=()),
-    )
+    search = OptimizeConfig(strategy="fsr", n=4, depth=2, tunable_trials=2)
+    judge = EvalOptions(device="cuda", seeds_per_config=1, baselines=())
+    settings = SearchSettings(search, judge, llm=load_llm_config())
+    result = optimize(args.task, f"replay:{recording}", settings, store=out / "runs.db")
     summary = result.summary
     print(f"device: {torch.cuda.get_device_name()}; run {result.run_id} in {result.store_path}")
     with RunStore(result.store_path) as store:

@@ -85,6 +85,7 @@ def _search_all(
 ) -> tuple[dict[str, dict[str, float] | None], float]:
     """Each task's best speedups (None: nothing correct) and the known cost, running what is not done."""
     from cudasmith.harness.options import EvalOptions
+    from cudasmith.search.config import OptimizeConfig, SearchSettings
     from cudasmith.search.optimize import optimize
     from cudasmith.store import RunStore
 
@@ -95,17 +96,14 @@ def _search_all(
             previous = _existing(store, problem.name, args.model, args.strategy)
         if previous is None or previous.status != "finished":
             print(f"[{index}/{len(problems)}] {problem.name}", file=sys.stderr)
+            search = OptimizeConfig(strategy=args.strategy, n=args.n, depth=args.depth)
+            judge = EvalOptions(device=args.device, baselines=BASELINES)
             optimize(
                 None if previous else problem,
                 args.model,
-                strategy=args.strategy,
-                n=args.n,
-                depth=args.depth,
-                budget=args.budget,
-                device=args.device,
+                SearchSettings(search, judge, budget_usd=args.budget),
                 store=args.store,
                 resume=previous.id if previous else None,
-                options=EvalOptions(baselines=BASELINES),
             )
         with RunStore(args.store) as store:
             run = _existing(store, problem.name, args.model, args.strategy)

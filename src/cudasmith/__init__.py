@@ -20,6 +20,7 @@ _EXPORTS = {
     "optimize": "cudasmith.search.optimize",
     "OptimizeResult": "cudasmith.search.optimize",
     "OptimizeConfig": "cudasmith.search.config",
+    "SearchSettings": "cudasmith.search.config",
     "RunStore": "cudasmith.store",
     "EvalOptions": "cudasmith.harness.options",
     "Verdict": "cudasmith.harness.verdict",

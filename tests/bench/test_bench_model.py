@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cudasmith.bench.model import ModelBench, bench_model
+from cudasmith.bench.model import bench_model
 from cudasmith.bench.tasks import select_problems
 from cudasmith.errors import UsageError
 from cudasmith.harness.options import EvalOptions
 from cudasmith.llm import load_llm_config
 from cudasmith.report.export import trajectory_rows
+from cudasmith.search.config import OptimizeConfig, SearchSettings
 from cudasmith.store import RunStore
 from cudasmith.store.runs import load_run, task_runs
 
@@ -64,10 +65,10 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
         Reply(openai_body(fenced("torch_operator.py"), PROSE)),
     )
     problems = select_problems(None, ["level1/relu", "level1/vector_add"])
-    spec = ModelBench((MODEL,), "one-shot", k=2, budget_usd=1.0)
-    settings = load_llm_config(prices=PRICES)
+    priced = load_llm_config(prices=PRICES)
+    settings = SearchSettings(OptimizeConfig(strategy="one-shot", n=2), QUICK, llm=priced, budget_usd=1.0)
     with RunStore(tmp_path / "runs.db") as store:
-        result = bench_model(store, problems, spec, QUICK, settings)
+        result = bench_model(store, problems, (MODEL,), settings)
         bench = load_run(store, result.run_id)
         searches = task_runs(store, store.run(result.run_id))
         assert sorted(searches) == ["level1/relu", "level1/vector_add"]
@@ -106,7 +107,7 @@ def test_a_model_over_two_tasks_one_shot(server: FakeLLMServer, tmp_path: Path) 
     assert result.counts.attempts == 4, "and a verdict for the answer with no code, without judging"
     # A finished bench resumed asks nothing and judges nothing again.
     with RunStore(tmp_path / "runs.db") as store:
-        again = bench_model(store, resume=result.run_id, llm_config=settings)
+        again = bench_model(store, resume=result.run_id, settings=SearchSettings(llm=priced))
         assert (again.run_id, again.counts.judged, again.counts.cached) == (result.run_id, 3, 0)
         assert load_run(store, result.run_id).summary == summary
     assert len(server.seen) == 2

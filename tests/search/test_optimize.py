@@ -22,7 +22,7 @@ import pytest
 
 from cudasmith.harness.options import EvalOptions
 from cudasmith.llm import load_llm_config
-from cudasmith.search.config import EvolveConfig, OptimizeConfig
+from cudasmith.search.config import EvolveConfig, OptimizeConfig, SearchSettings
 from cudasmith.search.optimize import optimize
 from cudasmith.store import RunStore
 
@@ -163,13 +163,9 @@ def test_evolve_runs_two_islands_migrates_and_judges_no_duplicate(
     # from the run's seed: seed 1 gives island 0 the fast kernel to edit, not a crossover.
     answers = (fenced(FAST), fenced(SLOW), edit("SCALE = 1.0\n"), edit("# The same kernel."))
     server.push(*(answer(text) for text in answers))
+    judge = EvalOptions(device="cpu", seeds_per_config=1, timing=False, seed=1)
     result = optimize(
-        PROBLEM,
-        "openai:fake-coder",
-        device="cpu",
-        store=tmp_path / "runs.db",
-        config=evolve_config(),
-        options=EvalOptions(seeds_per_config=1, timing=False, seed=1),
+        PROBLEM, "openai:fake-coder", SearchSettings(evolve_config(), judge), store=tmp_path / "runs.db"
     )
     assert result.summary.counts.outcomes == {"correct": 3, "skipped": 1}
     assert result.summary.counts.judged == 3 and result.summary.stop_reason == "all 4 proposals made"
@@ -193,14 +189,15 @@ def test_evolve_runs_two_islands_migrates_and_judges_no_duplicate(
 def test_the_budget_stops_the_run_and_a_resume_keeps_to_it(server: FakeLLMServer, tmp_path: Path) -> None:
     server.default = answer(PROSE)
     # 100 tokens in and 50 out per answer: US$0.006 each, so the third call would pass US$0.01.
-    settings = load_llm_config(prices={"openai:fake-coder": {"input": 10.0, "output": 100.0}})
-    arguments = {"device": "cpu", "store": tmp_path / "runs.db", "llm_config": settings, "budget": 0.01}
-    result = optimize(PROBLEM, "openai:fake-coder", config=OptimizeConfig(n=1, depth=10), **arguments)
+    priced = load_llm_config(prices={"openai:fake-coder": {"input": 10.0, "output": 100.0}})
+    search = OptimizeConfig(n=1, depth=10)
+    settings = SearchSettings(search, EvalOptions(device="cpu"), llm=priced, budget_usd=0.01)
+    result = optimize(PROBLEM, "openai:fake-coder", settings, store=tmp_path / "runs.db")
     assert len(server.seen) == 2
     assert str(result.summary.stop_reason).startswith("the budget of $0.01 is spent")
     assert result.summary.cost is not None and result.summary.cost.total.usd == pytest.approx(0.012)
     assert result.summary.cost.by_model["openai:fake-coder"].completions == 2
-    again = optimize(resume=result.run_id, **arguments)
+    again = optimize(settings=settings, store=tmp_path / "runs.db", resume=result.run_id)
     assert len(server.seen) == 2, "money spent before the resume counts"
     assert str(again.summary.stop_reason).startswith("the budget of $0.01 is spent")
 
@@ -278,3 +275,12 @@ def test_resume_after_kill_9_repeats_no_stored_call_and_no_stored_verdict(
         assert len(hashes) == len(set(hashes)) == 2, "no verdict judged twice"
         assert judged_before <= set(hashes)
         assert opened.run(run.id).status == "finished"
+
+
+def test_optimize_takes_one_settings_object() -> None:
+    """What a search is told travels in one SearchSettings: the entry point stays narrow."""
+    import inspect
+
+    parameters = inspect.signature(optimize).parameters
+    assert len(parameters) <= 8, list(parameters)
+    assert "settings" in parameters and not {"strategy", "n", "depth", "device", "executor"} & set(parameters)

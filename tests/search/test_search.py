@@ -18,7 +18,7 @@ from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.llm import load_llm_config
 from cudasmith.llm.replay import load_recording
-from cudasmith.search.config import OptimizeConfig
+from cudasmith.search.config import OptimizeConfig, SearchSettings
 from cudasmith.search.ensemble import Ensemble
 from cudasmith.search.novelty import NoveltyFilter
 from cudasmith.search.optimize import OptimizeResult, optimize
@@ -177,14 +177,10 @@ def replay_file(path: Path, answers: list[str]) -> str:
 
 
 def search(tmp_path: Path, model: str, **config: object) -> OptimizeResult:
+    search = OptimizeConfig(**config)  # type: ignore[arg-type]
+    settings = SearchSettings(search, EvalOptions(device="cpu"), llm=load_llm_config())
     return optimize(
-        PROBLEMS / "add_small.py",
-        model,
-        device="cpu",
-        store=tmp_path / "runs.db",
-        config=OptimizeConfig(**config),  # type: ignore[arg-type]
-        llm_config=load_llm_config(),
-        judge_factory=ScriptedJudge,
+        PROBLEMS / "add_small.py", model, settings, store=tmp_path / "runs.db", judge_factory=ScriptedJudge
     )
 
 
@@ -302,7 +298,7 @@ def test_an_evolve_run_broken_off_resumes_without_asking_or_judging_again(
     islands = EvolveConfig(islands=2, migration_interval=1)
     config = OptimizeConfig(strategy="evolve", n=3, depth=2, max_in_flight=1, max_queued=1, evolve=islands)
     answers = [solution(f"correct 1.{k}", f"K = {k}") for k in range(6)]
-    arguments = {"store": tmp_path / "runs.db", "config": config}
+    settings = SearchSettings(config, EvalOptions(device="cpu"))
     with FakeLLMServer().running() as server:
         server.default = Reply(openai_body("prose"))
         server.push(*(Reply(openai_body(text)) for text in answers))
@@ -312,15 +308,17 @@ def test_an_evolve_run_broken_off_resumes_without_asking_or_judging_again(
             optimize(
                 PROBLEMS / "add_small.py",
                 "openai:fake",
-                device="cpu",
+                settings,
+                store=tmp_path / "runs.db",
                 judge_factory=FailingJudge,
-                **arguments,
             )
         with RunStore(tmp_path / "runs.db") as store:
             [run] = store.runs()
             assert (run.status, run.stop_reason) == ("failed", "the reference worker died")
         asked_before = len(server.seen)
-        result = optimize(resume=run.id, judge_factory=ScriptedJudge, **arguments)
+        result = optimize(
+            settings=settings, store=tmp_path / "runs.db", resume=run.id, judge_factory=ScriptedJudge
+        )
     assert result.summary.counts.outcomes == {"correct": 6}
     assert result.summary.stop_reason == "all 6 proposals made"
     assert len(server.seen) == 6, f"{asked_before} asked before the break, none of them again"

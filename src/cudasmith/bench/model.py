@@ -1,5 +1,5 @@
 """A bench of a model over a set of tasks: per task, one search by the optimize driver (`one-shot`: one
-request for k answers; `fsr` and `evolve`: their rounds, k candidates per round), all in the run store.
+request for n answers; `fsr` and `evolve`: their rounds, n candidates per round), all in the run store.
 
 The bench run records each task's search run as an event (`task-run`), written even when the search is
 interrupted; a search killed before that (kill -9) is found again by its task and start time. So a
@@ -9,16 +9,14 @@ again, no stored verdict judged again) and starts the tasks not yet begun.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from cudasmith.bench.folder import BenchResult, scope
 from cudasmith.errors import UsageError
-from cudasmith.exec import Lanes
 from cudasmith.harness.options import EvalOptions
-from cudasmith.llm import LLMConfig, load_llm_config, make_client
-from cudasmith.search.config import OptimizeConfig
+from cudasmith.llm import load_llm_config, make_client
+from cudasmith.search.config import OptimizeConfig, SearchSettings
 from cudasmith.search.optimize import optimize
 from cudasmith.store import Run, RunStore, code_hash
 from cudasmith.store.runs import load_run, task_runs
@@ -31,32 +29,20 @@ MODEL_STRATEGIES = ("one-shot", "fsr", "evolve")
 OnTask = Callable[[str, int, int], None]
 
 
-@dataclass(frozen=True)
-class ModelBench:
-    """What a model bench asks: models, strategy, k samples per task (candidates per round for fsr and
-    evolve), rounds (fsr and evolve; default the [optimize] settings) and a budget over all tasks."""
-
-    models: tuple[str, ...]
-    strategy: str = "one-shot"
-    k: int = 1
-    depth: int | None = None
-    budget_usd: float | None = None
-
-
-def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options: EvalOptions) -> Run:
+def _new_run(store: RunStore, problems: list[Problem], models: list[str], settings: SearchSettings) -> Run:
+    search, options = _search_of(settings), settings.judge
     run = new_run(
         "bench",
         scope([p.name for p in problems]),
         code_hash("\n".join(f"{p.name} {p.source_hash}" for p in problems)),
         options.device,
         options.seed,
-        strategy=spec.strategy,
-        models=list(spec.models),
+        strategy=search.strategy,
+        models=models,
         options={
             "tasks": [{"name": p.name, "path": str(p.path), "version": p.source_hash} for p in problems],
-            "k": spec.k,
-            "depth": spec.depth,
-            "budget_usd": spec.budget_usd,
+            "search": search.model_dump(mode="json"),
+            "budget_usd": settings.budget_usd,
             "judge": options.stored(),
             # The seed the user fixed for every search (each draws its own otherwise).
             "judge_seed": options.seed,
@@ -67,7 +53,16 @@ def _new_run(store: RunStore, problems: list[Problem], spec: ModelBench, options
     return store.create_run(run)
 
 
-def _resumed(store: RunStore, run_id: str) -> tuple[Run, list[Problem], ModelBench, EvalOptions]:
+def _search_of(settings: SearchSettings) -> OptimizeConfig:
+    """The search each task gets: the settings' (one-shot by default, one answer per task)."""
+    return settings.search or OptimizeConfig(strategy="one-shot", n=1)
+
+
+def _resumed(
+    store: RunStore, run_id: str, settings: SearchSettings
+) -> tuple[Run, list[Problem], SearchSettings]:
+    """A stored bench of a model: its run, its tasks, and the settings it was started with (the lanes and
+    the model providers are this process's)."""
     run = store.run(run_id)
     if run.kind != "bench" or run.strategy not in MODEL_STRATEGIES:
         raise UsageError(f"run {run_id} is not a bench of a model")
@@ -77,14 +72,13 @@ def _resumed(store: RunStore, run_id: str) -> tuple[Run, list[Problem], ModelBen
         if problem.source_hash != task["version"]:
             raise UsageError(f"{task['path']} changed since bench {run_id} began; start a new bench")
         problems.append(problem)
-    spec = ModelBench(
-        tuple(run.models),
-        run.strategy or "one-shot",
-        run.options["k"],
-        run.options["depth"],
-        run.options["budget_usd"],
+    stored = replace(
+        settings,
+        search=OptimizeConfig.model_validate(run.options["search"]),
+        judge=EvalOptions.from_stored(run.options["judge"], run.options.get("judge_seed")),
+        budget_usd=run.options.get("budget_usd"),
     )
-    return run, problems, spec, EvalOptions.from_stored(run.options["judge"], run.options.get("judge_seed"))
+    return run, problems, stored
 
 
 def _search_run(store: RunStore, bench: Run, task: str) -> Run | None:
@@ -113,56 +107,39 @@ def _spent(store: RunStore, bench: Run) -> float:
 def bench_model(
     store: RunStore,
     problems: list[Problem] | None = None,
-    spec: ModelBench | None = None,
-    options: EvalOptions | None = None,
-    llm_config: LLMConfig | None = None,
-    config: OptimizeConfig | None = None,
+    models: Sequence[str] = (),
+    settings: SearchSettings | None = None,
     resume: str | None = None,
     on_task: OnTask | None = None,
-    lanes: Lanes | None = None,
 ) -> BenchResult:
-    """Run `spec`'s model over `problems`, one search per task, into a new bench run of `store`, or go on
-    with the bench run `resume`; each search judges on `lanes` (default: a session on each visible GPU)."""
+    """Run `models` over `problems`, one search per task (`settings.search`: one-shot with one answer by
+    default; `settings.budget_usd` over all tasks), into a new bench run of `store`, or go on with the
+    bench run `resume`; each search judges on `settings.lanes` (default: a session on each visible GPU)."""
+    settings = settings or SearchSettings()
     if resume is not None:
-        run, problems, spec, options = _resumed(store, resume)
-    else:
-        if not problems or spec is None:
-            raise UsageError("give the tasks and the model to bench, or --resume RUN")
-        if spec.strategy not in MODEL_STRATEGIES:
-            raise UsageError(f"unknown strategy {spec.strategy!r}; choose from {', '.join(MODEL_STRATEGIES)}")
-        if spec.k < 1:
-            raise UsageError("-n must be at least 1")
-        options = options or EvalOptions()
-    (lanes or Lanes()).check(options.device)
+        run, problems, settings = _resumed(store, resume, settings)
+        models = run.models
+    elif not problems or not models:
+        raise UsageError("give the tasks and the model to bench, or --resume RUN")
+    settings.lanes.check(settings.judge.device)
     # Every model's client is made first: a missing key or SDK fails in one line before any task starts.
-    llm_config = llm_config or load_llm_config()
-    for model in spec.models:
+    llm_config = settings.llm or load_llm_config()
+    for model in models:
         make_client(model, llm_config)
     if resume is None:
-        run = _new_run(store, problems, spec, options)
-    settings = {
-        "strategy": spec.strategy,
-        "n": spec.k,
-        "depth": 1 if spec.strategy == "one-shot" else spec.depth,
-    }
-    search_config = (
-        config.model_copy(update={k: v for k, v in settings.items() if v is not None}) if config else None
-    )
-    common: dict[str, Any] = {
-        "store": store.path,
-        "llm_config": llm_config,
-        "device": options.device,
-        **(lanes or Lanes()).as_kwargs(),
-    }
+        run = _new_run(store, problems, list(models), settings)
+    search = _search_of(settings)
+    total_usd = settings.budget_usd
     try:
         for index, problem in enumerate(problems):
-            search = _search_run(store, run, problem.name)
-            if search is not None and search.status == "finished":
+            found = _search_run(store, run, problem.name)
+            if found is not None and found.status == "finished":
                 continue
             if on_task:
                 on_task(problem.name, index, len(problems))
-            budget = None if spec.budget_usd is None else max(0.0, spec.budget_usd - _spent(store, run))
-            if search is None:
+            left = None if total_usd is None else max(0.0, total_usd - _spent(store, run))
+            task = replace(settings, search=search, llm=llm_config, budget_usd=left, run_root=run.directory)
+            if found is None:
                 store.add_event(
                     run.id,
                     f"start/{problem.name}",
@@ -170,25 +147,14 @@ def bench_model(
                     {"task": problem.name, "started_at": now_iso(STORE_TIMESPEC)},
                 )
             try:
-                if search is not None:
-                    optimize(resume=search.id, budget=budget, **common)
-                else:
-                    optimize(
-                        problem,
-                        list(spec.models),
-                        **settings,
-                        config=search_config,
-                        budget=budget,
-                        options=options,
-                        run_root=run.directory,
-                        **common,
-                    )
-            finally:
-                found = _search_run(store, run, problem.name)
                 if found is not None:
-                    store.add_event(
-                        run.id, f"task/{problem.name}", "task-run", {"task": problem.name, "run": found.id}
-                    )
+                    optimize(settings=task, store=store.path, resume=found.id)
+                else:
+                    optimize(problem, list(models), task, store=store.path)
+            finally:
+                if (searched := _search_run(store, run, problem.name)) is not None:
+                    data = {"task": problem.name, "run": searched.id}
+                    store.add_event(run.id, f"task/{problem.name}", "task-run", data)
     except BaseException:
         store.update_run(run.id, status="stopped", stop_reason="interrupted; --resume goes on")
         raise

@@ -34,36 +34,28 @@ from cudasmith.errors import UsageError
 if TYPE_CHECKING:
     from cudasmith.bench.folder import BenchResult
     from cudasmith.bench.layout import SolutionFolder
-    from cudasmith.bench.model import ModelBench
-    from cudasmith.exec import Lanes
-    from cudasmith.harness.options import EvalOptions
+    from cudasmith.search.config import SearchSettings
     from cudasmith.store import RunStore
 
 
 def _bench_model(
     store: RunStore,
-    spec: ModelBench,
-    options: EvalOptions | None,
+    models: tuple[str, ...],
+    settings: SearchSettings,
     tasks: tuple[str | None, list[str], Path | None],
-    config: Path | None,
     resume: str | None,
-    lanes: Lanes,
 ) -> BenchResult:
     """A model over the chosen tasks (a level, names, a KernelBench checkout's), one search per task, a
     line as each task's search starts."""
     from cudasmith.bench.model import bench_model
     from cudasmith.bench.tasks import select_problems
-    from cudasmith.llm import load_llm_config
-    from cudasmith.search.config import load_optimize_config
 
     problems = None if resume is not None else select_problems(*tasks)
 
     def on_task(name: str, index: int, total: int) -> None:
         stderr.print(f"[bold]task {index + 1} of {total}:[/] {name}", highlight=False)
 
-    llm_config = load_llm_config(config, budget_usd=spec.budget_usd)
-    search_config = load_optimize_config(config)
-    return bench_model(store, problems, spec, options, llm_config, search_config, resume, on_task, lanes)
+    return bench_model(store, problems, models, settings, resume, on_task)
 
 
 def _solution_folder(folder: Path, kernelbench: Path | None, skip_unknown: bool) -> SolutionFolder:
@@ -130,10 +122,12 @@ def bench_command(
     [bold]cudasmith bench --model openai:gpt-5-mini --level level1 -n 4[/]
     """
     from cudasmith.bench.folder import FOLDER_STRATEGY, bench_folder
-    from cudasmith.bench.model import ModelBench
+    from cudasmith.harness.options import EvalOptions
+    from cudasmith.llm import load_llm_config
     from cudasmith.report.bench_progress import bench_progress
     from cudasmith.report.leaderboard import print_leaderboard, print_run_details
     from cudasmith.report.rejudge import print_rejudge, rejudged, summarize_rejudge
+    from cudasmith.search.config import SearchSettings, load_optimize_config
     from cudasmith.store import RunStore
     from cudasmith.store.runs import load_run
     from cudasmith.wording import plural
@@ -151,11 +145,18 @@ def bench_command(
     with store_to_write(store) as where, existing_store(where) if resume else RunStore(where) as opened:
         model_run = resume is not None and opened.run(resume).strategy != FOLDER_STRATEGY
         if model or model_run:
-            spec = ModelBench(
-                tuple(model or ()), strategy or "one-shot", 1 if n is None else n, depth, budget
+            search = load_optimize_config(
+                config, strategy=strategy or "one-shot", n=1 if n is None else n, depth=depth
+            )
+            settings = SearchSettings(
+                search=search,
+                judge=options or EvalOptions(),  # a resumed bench's own options win
+                lanes=lanes,
+                llm=load_llm_config(config, budget_usd=budget),
+                budget_usd=budget,
             )
             tasks = (level, task or [], from_dir)
-            result = _bench_model(opened, spec, options, tasks, config, resume, lanes)
+            result = _bench_model(opened, tuple(model or ()), settings, tasks, resume)
         else:
             with bench_progress() as (progress, on_verdict):
                 result = bench_folder(opened, found, from_dir, options, resume, progress, on_verdict, lanes)

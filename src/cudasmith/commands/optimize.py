@@ -98,9 +98,10 @@ def optimize_command(
 
     Example: [bold]cudasmith optimize level1/softmax -m openai:gpt-5-mini -n 4 --depth 5 -o best.py[/]
     """
+    from cudasmith.harness.options import EvalOptions
     from cudasmith.llm.config import load_llm_config
     from cudasmith.report.optimize_view import live_view, print_summary
-    from cudasmith.search.config import load_optimize_config
+    from cudasmith.search.config import SearchSettings, load_optimize_config
     from cudasmith.search.optimize import optimize
     from cudasmith.search.prompts import templates_from_config
 
@@ -111,7 +112,7 @@ def optimize_command(
     else:
         loaded = task_flags.load()
         options = judge.options()
-    settings = load_optimize_config(
+    search = load_optimize_config(
         config,
         strategy=strategy,
         n=n,
@@ -120,25 +121,21 @@ def optimize_command(
         weights=_weights(weights),
         confirm_all=confirm_all or None,
     )
+    settings = SearchSettings(
+        search=search,
+        judge=options or EvalOptions(),  # a resumed run's own options win
+        lanes=lane_flags.lanes(),
+        llm=load_llm_config(config),
+        budget_usd=budget,
+        templates=templates or templates_from_config(config),
+    )
     title = f"optimize {resume or (loaded.name if loaded else '')}"
     with (
         store_to_write(store) as where,
         live_view(title, terminal=not as_json and stderr.is_terminal) as on_change,
     ):
         result = optimize(
-            loaded,
-            model,
-            budget=budget,
-            device=None if options is None else options.device,
-            store=where,
-            resume=resume,
-            output=output,
-            config=settings,
-            llm_config=load_llm_config(config),
-            options=options,
-            templates=templates or templates_from_config(config),
-            **lane_flags.lanes().as_kwargs(),
-            on_change=on_change,
+            loaded, model, settings, store=where, resume=resume, output=output, on_change=on_change
         )
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")

@@ -3,8 +3,8 @@ on CPUs; in this process (`local`) or as Ray actors and tasks (`ray`). See base.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cudasmith.errors import UsageError
 from cudasmith.exec.jobs import Job, ProblemRef
@@ -49,15 +49,14 @@ class Lanes:
         """Refuse a bad choice in one line, before a run is stored."""
         check_executor(self.executor, device, self.gpus, self.address)
 
-    def make(self, device: str, in_flight: int | None = None) -> Executor:
-        """The executor; `in_flight`: candidates per lane at once (EvalOptions.in_flight)."""
+    def make(
+        self, device: str, in_flight: int | None = None, factory: JudgeFactory | None = None
+    ) -> Executor:
+        """The executor; `in_flight`: candidates per lane at once (EvalOptions.in_flight); `factory`: what
+        opens the local lanes' sessions (tests pass a scripted judge)."""
         return make_executor(
-            self.executor, device, self.gpus, self.address, self.build_workers, in_flight=in_flight
+            self.executor, device, self.gpus, self.address, self.build_workers, factory, in_flight
         )
-
-    def as_kwargs(self) -> dict[str, Any]:
-        """As `optimize()` takes them."""
-        return asdict(self)
 
 
 def check_executor(

@@ -1,4 +1,6 @@
-"""Search settings: one validated object, read from the `[optimize]` table of cudasmith.toml.
+"""Search settings: one validated object, read from the `[optimize]` table of cudasmith.toml; and
+SearchSettings, everything a search is told (those settings, the judge's options, its lanes, the models'
+providers, a budget).
 
 [optimize]
 strategy = "evolve"          # or "fsr"
@@ -11,12 +13,15 @@ islands = 5
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from cudasmith.llm.config import StrictSettings, load_settings
+from cudasmith.exec import Lanes
+from cudasmith.harness.options import EvalOptions
+from cudasmith.llm.config import LLMConfig, StrictSettings, load_settings
 from cudasmith.search.novelty import NEAR_DUPLICATE_RATIO
 from cudasmith.timing.protocol import SCREEN_MARGIN
 
@@ -106,3 +111,19 @@ class OptimizeConfig(StrictSettings):
 def load_optimize_config(explicit: str | Path | None = None, **overrides: Any) -> OptimizeConfig:
     """The `[optimize]` settings, validated; keyword overrides (not None) win over the file."""
     return load_settings(OptimizeConfig, "optimize", explicit, overrides)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Everything a search is told besides its task and models: the search's settings (None: the
+    `[optimize]` table), the judge's options (its device among them), where candidates are judged, the
+    model providers (None: the `[llm]` table), a budget over the run (None: the `[llm]` table's), the
+    prompt templates, and where run folders go (None: beside the store)."""
+
+    search: OptimizeConfig | None = None
+    judge: EvalOptions = field(default_factory=EvalOptions)
+    lanes: Lanes = field(default_factory=Lanes)
+    llm: LLMConfig | None = None
+    budget_usd: float | None = None
+    templates: str | Path | None = None
+    run_root: str | Path | None = None

@@ -1,6 +1,7 @@
 """`cudasmith.optimize`: search for a faster kernel with language models, on the run store.
 
-result = cudasmith.optimize("level1/softmax", ["openai:gpt-5-mini"], strategy="fsr", n=4, depth=5)
+settings = SearchSettings(OptimizeConfig(strategy="fsr", n=4, depth=5), EvalOptions(device="cuda"))
+result = cudasmith.optimize("level1/softmax", ["openai:gpt-5-mini"], settings)
 result.best_path, result.summary.best_speedup
 cudasmith.optimize(resume=result.run_id)       # goes on after a crash, nothing asked or judged twice
 """
@@ -15,12 +16,11 @@ from pathlib import Path
 
 from cudasmith.device import usable_device
 from cudasmith.errors import CudasmithError, UsageError
-from cudasmith.exec import check_executor, make_executor
 from cudasmith.harness.options import EvalOptions
 from cudasmith.jsontypes import JsonDict
-from cudasmith.llm import Budget, LLMClient, LLMConfig, load_llm_config, make_client
+from cudasmith.llm import Budget, LLMClient, load_llm_config, make_client
 from cudasmith.search.ask import load_problem_or_task
-from cudasmith.search.config import OptimizeConfig, load_optimize_config
+from cudasmith.search.config import OptimizeConfig, SearchSettings, load_optimize_config
 from cudasmith.search.driver import drive
 from cudasmith.search.ensemble import Ensemble
 from cudasmith.search.hardware import describe_hardware
@@ -96,59 +96,47 @@ def _resumed(store: RunStore, run_id: str) -> tuple[Run, Problem, OptimizeConfig
 def optimize(
     problem: Problem | str | Path | None = None,
     models: str | Sequence[str] | None = None,
+    settings: SearchSettings | None = None,
     *,
-    strategy: str | None = None,
-    n: int | None = None,
-    depth: int | None = None,
-    budget: float | None = None,
-    device: str | None = None,
     store: str | Path | None = None,
     resume: str | None = None,
     output: str | Path | None = None,
-    run_root: str | Path | None = None,
-    verifier: str | None = None,
-    config: OptimizeConfig | None = None,
-    llm_config: LLMConfig | None = None,
-    options: EvalOptions | None = None,
-    templates: str | Path | None = None,
-    executor: str = "local",
-    gpus: str | None = None,
-    address: str | None = None,
-    build_workers: int | None = None,
     judge_factory: JudgeFactory | None = None,
     on_change: Callable[[Snapshot], None] | None = None,
 ) -> OptimizeResult:
     """Search for a faster kernel of `problem` (a task name, a problem file or a Problem) with `models`,
-    or go on with run `resume`; the best kernel is written to `output` (else the run's directory, made
-    in `run_root`, by default beside the store).
+    or go on with run `resume` (its stored search settings and judge options win; the lanes, providers
+    and a new budget are `settings`'); the best kernel is written to `output` (else the run's directory,
+    made in `settings.run_root`, by default beside the store).
 
-    Candidates are judged by `executor`: 'local' (a judge session on each GPU that `gpus` names, all
-    visible by default) or 'ray' (sessions as Ray actors on the cluster at `address`, or on a Ray
-    instance started for the run); `build_workers` compile candidates ahead on CPUs."""
-    llm_config = llm_config or load_llm_config()
+    Candidates are judged on `settings.lanes`: a judge session on each local GPU the lanes name (all
+    visible by default), or sessions as Ray actors; their builds run ahead on CPUs. `judge_factory`
+    replaces the judge session (tests); `on_change` hears of every step (the live view)."""
+    settings = settings or SearchSettings()
+    llm_config = settings.llm or load_llm_config()
     run_store = RunStore(store)
     if resume is not None:
         run, loaded, config, options = _resumed(run_store, resume)
-        budget_usd = budget if budget is not None else run.options.get("budget_usd")
+        stored_budget = run.options.get("budget_usd")
+        budget_usd = settings.budget_usd if settings.budget_usd is not None else stored_budget
         model_specs = list(run.models)
     else:
         if problem is None:
             raise UsageError("give a task (or a problem file) to optimize, or --resume RUN")
         loaded = load_problem_or_task(problem)
         model_specs = [models] if isinstance(models, str) else list(models or [llm_config.default_model()])
-        overrides = {"strategy": strategy, "n": n, "depth": depth, "verifier": verifier}
-        set_values = {k: v for k, v in overrides.items() if v is not None}
-        config = config.model_copy(update=set_values) if config else load_optimize_config(**set_values)
+        config = settings.search or load_optimize_config()
         if config.strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {config.strategy!r}; known: {', '.join(STRATEGIES)}")
-        options = replace(options or EvalOptions(), device=usable_device(device))
+        options = settings.judge
         # Screen, then confirm (harness/confirm.py), unless every candidate is to be timed in full.
         options = replace(options, confirm_margin=None if config.confirm_all else config.confirm_margin)
-        budget_usd = budget if budget is not None else llm_config.budget_usd
+        budget_usd = settings.budget_usd if settings.budget_usd is not None else llm_config.budget_usd
     options = replace(options, device=usable_device(options.device))
     if config.weights and len(config.weights) != len(model_specs):
         raise UsageError(f"{len(config.weights)} weights for {len(model_specs)} models")
-    check_executor(executor, options.device, gpus, address)
+    lanes = settings.lanes
+    lanes.check(options.device)
     shared_budget = Budget(budget_usd)
     # Made first: a missing key or SDK fails before any run is stored.
     clients: dict[str, LLMClient] = {
@@ -156,24 +144,22 @@ def optimize(
         for spec in dict.fromkeys([*model_specs, *([config.verifier] if config.verifier else [])])
     }
     if resume is None:
-        root = Path(run_root) if run_root is not None else run_store.path.parent
+        root = Path(settings.run_root) if settings.run_root is not None else run_store.path.parent
         run = _new_run(run_store, loaded, model_specs, config, options, budget_usd, root)
     options = replace(options, seed=run.secret_seed)
     context = SearchContext(
         problem=loaded,
         device=options.device,
-        builder=PromptBuilder(templates),
+        builder=PromptBuilder(settings.templates),
         hardware=describe_hardware(options.device),
         config=config,
         seed=run.secret_seed or 0,
     )
     run_dir = Path(run.directory or run_store.path.parent / run.id)
     try:
-        lanes = make_executor(
-            executor, options.device, gpus, address, build_workers, judge_factory, options.in_flight
-        )
-        with lanes:
-            context.lanes = lanes.slots
+        executor = lanes.make(options.device, options.in_flight, judge_factory)
+        with executor:
+            context.lanes = executor.slots
             search = Search(
                 store=run_store,
                 run=run,
@@ -183,7 +169,7 @@ def optimize(
                 budget=shared_budget,
                 ensemble=Ensemble(model_specs, config.weights, config.cost_sensitivity),
                 llm_config=llm_config,
-                executor=lanes,
+                executor=executor,
                 options=options,
                 cache_key=cache_key(loaded, options, run.device_name),
                 run_dir=run_dir,
@@ -191,7 +177,7 @@ def optimize(
                 on_change=on_change,
             )
             outcome = asyncio.run(drive(search))
-            lane_stats = lanes.stats()
+            lane_stats = executor.stats()
     except KeyboardInterrupt:
         run_store.update_run(run.id, status="stopped", stop_reason="interrupted")
         judged = sum(c.verdict is not None for c in context.candidates.values())

@@ -134,8 +134,6 @@ class RunOptions(TypedDict, total=False):
     layout: str
     kernelbench: str | None
     unmatched: list[list[str]]
-    # A bench of a model: its tasks, answers per task (or per round), rounds, and the seed the user fixed.
+    # A bench of a model: its tasks (its search per task is `search`) and the seed the user fixed.
     tasks: list[TaskEntry]
-    k: int
-    depth: int | None
     judge_seed: int | None
