@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasmith.device import DevicePeaks, load_peaks, properties, save_peaks, software_versions
+from cudasmith.device import DevicePeaks, cache_bytes, load_peaks, save_peaks, software_versions
+from cudasmith.hardware import read_device
 
 from conftest import run_cli
 
@@ -39,9 +40,17 @@ def test_peaks_are_none_until_measured_then_cached(tmp_path: Path, monkeypatch: 
 
 
 def test_cpu_properties_name_their_units() -> None:
-    found = properties("cpu")
+    device = read_device("cpu")
+    found = device.properties()
     assert found["cores"] == os.cpu_count()
     assert found["memory_bytes"] > 0 and "last_level_cache_bytes" in found
+    assert read_device("cpu") is device, "read once"
+    levels = [cache.level for cache in device.caches]
+    assert levels == sorted(levels) and found["last_level_cache_bytes"] == cache_bytes("cpu")
+    if device.caches:  # the OS says: the last-level cache is the largest, and shared
+        assert (
+            device.cache_bytes == max(c.size_bytes for c in device.caches) and not device.caches[-1].per_core
+        )
 
 
 @pytest.mark.slow

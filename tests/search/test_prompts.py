@@ -13,6 +13,7 @@ import pytest
 import cudasmith
 from cudasmith.device import DevicePeaks
 from cudasmith.errors import ProblemError, UsageError
+from cudasmith.hardware import gpu_device
 from cudasmith.search.feedback import (
     trim_compiler_output,
     trim_traceback,
@@ -42,7 +43,8 @@ H100_LIKE = SimpleNamespace(
     memory_clock_rate=2_619_000,
     memory_bus_width=5120,
 )
-GPU = Hardware("cuda", H100_LIKE.name, tuple(gpu_facts(H100_LIKE, {"registers_per_block": 65536})), "sm_90a")
+H100 = gpu_device("cuda:0", H100_LIKE, {"registers_per_block": 65536})
+GPU = Hardware("cuda", H100_LIKE.name, tuple(gpu_facts(H100)), "sm_90a")
 
 
 @pytest.mark.parametrize("task", list_task_names())
@@ -83,7 +85,9 @@ def test_the_contract_and_example_follow_the_device() -> None:
 
 
 def test_gpu_facts_from_device_properties() -> None:
-    facts = dict(gpu_facts(H100_LIKE, {"registers_per_block": 65536, "max_blocks_per_sm": 32}))
+    facts = dict(
+        gpu_facts(gpu_device("cuda:0", H100_LIKE, {"registers_per_block": 65536, "max_blocks_per_sm": 32}))
+    )
     assert facts["compute capability"] == "9.0; kernels are compiled for sm_90a"
     assert "wgmma" in facts["what it enables"] and "TMA" in facts["what it enables"]
     assert facts["shared memory per block (opt-in, dynamic)"] == "227 KiB"
@@ -91,7 +95,11 @@ def test_gpu_facts_from_device_properties() -> None:
     assert facts["32-bit registers per block"] == "65536"
     # 2 transfers per clock × 2.619 GHz × 640 bytes
     assert facts["DRAM bandwidth (theoretical: memory clock × bus width)"] == "3352 GB/s"
-    ampere = dict(gpu_facts(SimpleNamespace(**{**vars(H100_LIKE), "major": 8, "minor": 6}), {}))
+    ampere = dict(
+        gpu_facts(gpu_device("cuda:0", SimpleNamespace(**{**vars(H100_LIKE), "major": 8, "minor": 6}), {}))
+    )
+    assert H100.theoretical_memory_gb_per_s == pytest.approx(3352.3, abs=0.1), "one home for the formula"
+    assert H100.cache_bytes == 50 * 2**20
     assert ampere["what it enables"].startswith("Ampere") and "32-bit registers per block" not in ampere
 
 

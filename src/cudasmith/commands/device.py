@@ -37,14 +37,16 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
-    from cudasmith.device import DevicePeaks, load_peaks, properties
+    from cudasmith.device import DevicePeaks, load_peaks, usable_device
     from cudasmith.device.speed_of_light import ensure_peaks
+    from cudasmith.hardware import read_device
 
     device = command_device(device, judging=False)
-    found = properties(device)
+    found = read_device(usable_device(device))
+    peaks: DevicePeaks | None
     if measure or remeasure:
         with working("measuring the device's speed of light…"):
-            peaks: DevicePeaks | None = ensure_peaks(device, remeasure=remeasure)
+            peaks = ensure_peaks(device, remeasure=remeasure)
     else:
         peaks = load_peaks(device)
     # Repeated measurements that disagree (a busy device) are used once, never cached.
@@ -52,7 +54,7 @@ def device_command(
     launch = _launch_cost(device, calibrate, remeasure) if device.startswith("cuda") else None
     if as_json:
         document = {
-            "properties": found,
+            "properties": found.properties(),
             "peaks": peaks.to_dict() if peaks else None,
             "peaks_cached": cached,
             "launch_cost": launch if isinstance(launch, str) or launch is None else launch.to_dict(),

@@ -1,4 +1,5 @@
-"""The device: its properties, and its speed of light as measured here (memory bandwidth, FLOP rates).
+"""The device: its speed of light as measured here (memory bandwidth, FLOP rates); its facts are
+cudasmith.hardware.Device.
 
 Peaks are measured once per device and software versions (`cudasmith device` does it, and so does the
 first timed evaluation) and cached beside the kernel cache:
@@ -11,16 +12,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import platform
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 from cudasmith import __version__
 from cudasmith.errors import UsageError
-from cudasmith.hardware import device_name, driver_attributes
+from cudasmith.hardware import device_name, read_device
 from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
@@ -172,78 +171,6 @@ def save_peaks(peaks: DevicePeaks) -> Path:
     return path
 
 
-def _cpu_cache_bytes() -> int:
-    """The CPU's last-level cache in bytes (0 when the OS does not say)."""
-    sizes = []
-    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            text = (index / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
-        sizes.append(int(text.rstrip("KMG") or 0) * scale)
-    return max(sizes, default=0)
-
-
-def _cpu_memory_bytes() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def cache_bytes(device: str) -> int:
     """Bytes that may stay on chip: the GPU's L2 or the CPU's last-level cache."""
-    if device_kind(device) == "cuda":
-        import torch
-
-        return int(getattr(torch.cuda.get_device_properties(torch.device(device)), "L2_cache_size", 0))
-    return _cpu_cache_bytes()
-
-
-# Clock rates (kHz) and memory bus width (bits): the driver's words for them.
-GPU_ATTRIBUTES = {
-    "sm_clock_khz": "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
-    "memory_clock_khz": "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
-    "memory_bus_bits": "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH",
-}
-
-
-def properties(device: str | None = None) -> dict[str, Any]:
-    """The device's properties (this machine's default device unless named), every number with its unit."""
-    device = usable_device(device)
-    if device_kind(device) == "cpu":
-        return {
-            "name": device_name("cpu"),
-            "cores": os.cpu_count(),
-            "last_level_cache_bytes": _cpu_cache_bytes(),
-            "memory_bytes": _cpu_memory_bytes(),
-            "machine": platform.machine(),
-        }
-    import torch
-
-    torch_device = torch.device(device)
-    index = torch_device.index if torch_device.index is not None else torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(index)
-    found: dict[str, Any] = {
-        "name": props.name,
-        "compute_capability": f"{props.major}.{props.minor}",
-        "sm_count": props.multi_processor_count,
-        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
-        "memory_bytes": int(props.total_memory),
-    }
-    # Where the driver does not say (an older one, or no cuda-python), the table shows less.
-    attributes = {k: v for k, v in driver_attributes(index, GPU_ATTRIBUTES).items() if v > 0}
-    if "sm_clock_khz" in attributes:
-        found["max_sm_clock_mhz"] = attributes["sm_clock_khz"] / 1e3
-    if "memory_clock_khz" in attributes and "memory_bus_bits" in attributes:
-        found["memory_clock_mhz"] = attributes["memory_clock_khz"] / 1e3
-        found["memory_bus_bits"] = attributes["memory_bus_bits"]
-        # Double data rate: two transfers per clock, bus_bits / 8 bytes per transfer.
-        found["theoretical_memory_gb_per_s"] = (
-            2 * attributes["memory_clock_khz"] * 1e3 * attributes["memory_bus_bits"] / 8 / 1e9
-        )
-    return found
+    return read_device(device).cache_bytes

@@ -26,6 +26,7 @@ from cudasmith.device import (
     usable_device,
 )
 from cudasmith.errors import CudasmithError
+from cudasmith.hardware import read_device
 from cudasmith.runtime.cpu import compile_c
 from cudasmith.runtime.cuda import compile_cuda
 from cudasmith.timestamps import now_iso
@@ -139,6 +140,7 @@ def _matrix(device: str, sizes: dict[str, int]) -> dict[str, float]:
         a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
         out = torch.empty(n, n, device=device, dtype=dtype)
         torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+
         try:
             rates[name] = 2 * n**3 / _median_ms(functools.partial(torch.mm, a, b, out=out), device) / 1e9
         finally:
@@ -148,7 +150,7 @@ def _matrix(device: str, sizes: dict[str, int]) -> dict[str, float]:
 
 
 def _gpu_vector() -> dict[str, float]:
-    sm_count = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    sm_count = read_device("cuda").sm_count or 1
     out = torch.zeros(1, device="cuda")
     threads = sm_count * FMA_BLOCKS_PER_SM * FMA_THREADS
     rates = {}
@@ -188,8 +190,7 @@ def measure_peaks(device: str = "cuda") -> DevicePeaks:
     started = time.perf_counter()
     with torch.no_grad():
         if device.startswith("cuda"):
-            total_memory = torch.cuda.get_device_properties(torch.device(device)).total_memory
-            size = min(GPU_BANDWIDTH_BYTES, total_memory // GPU_BANDWIDTH_MEMORY_SHARE)
+            size = min(GPU_BANDWIDTH_BYTES, read_device(device).memory_bytes // GPU_BANDWIDTH_MEMORY_SHARE)
             bandwidth = _bandwidth(device, size)
             matrix = _matrix(device, GPU_MATRIX_N)
             vector = _gpu_vector()

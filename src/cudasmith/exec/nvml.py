@@ -6,7 +6,8 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from typing import Any
+
+from cudasmith.hardware import nvml_gpu
 
 POLL_S = 0.1
 MEANING = (
@@ -20,15 +21,8 @@ class BusySampler:
 
     def __init__(self, gpu: str) -> None:
         """`gpu`: NVML's index of the GPU, or its UUID (GPU-…), as CUDA_VISIBLE_DEVICES names it."""
-        import pynvml
-
-        pynvml.nvmlInit()
-        self._nvml: Any = pynvml
-        if gpu.startswith("GPU-") or gpu.startswith("MIG-"):
-            self.handle = pynvml.nvmlDeviceGetHandleByUUID(gpu)
-        else:
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(int(gpu))
-        name = pynvml.nvmlDeviceGetName(self.handle)
+        self._nvml, self.handle = nvml_gpu(gpu)
+        name = self._nvml.nvmlDeviceGetName(self.handle)
         self.gpu_name = name.decode() if isinstance(name, bytes) else str(name)  # bytes in older bindings
         self.samples: list[tuple[float, int]] = []
         self._stop = threading.Event()

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from cudasmith.hardware import nvml_gpu
+
 # CPU time other processes may use in a window before it counts as shared: two clock ticks, for the
 # bookkeeping of being stopped and continued.
 OTHER_CPU_TOLERANCE_S = 0.02
@@ -153,21 +155,14 @@ class GpuActivity:
 def gpu_probe(*names: str) -> ActivityProbe:
     """The probe of one GPU, by the first of its names NVML knows (its UUID, GPU-…, or NVML index): NVML's
     per-process samples where pynvml can read them."""
-    try:
-        import pynvml
-    except ImportError:
-        return Unverified("pynvml is not installed")
     failure: Exception | None = None
     for name in names:
         try:
-            pynvml.nvmlInit()
-            if name.startswith(("GPU-", "MIG-")):
-                handle = pynvml.nvmlDeviceGetHandleByUUID(name)
-            else:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(int(name))
-            probe = GpuActivity(pynvml, handle)
+            probe = GpuActivity(*nvml_gpu(name))
             probe._samples(int(time.time() * 1e6))  # per-process samples are supported here
             return probe
+        except ImportError:
+            return Unverified("pynvml is not installed")
         except Exception as exc:  # NVML missing, old driver, unsupported device: the next name, or why not
             failure = exc
     why = f"{type(failure).__name__}: {failure}" if failure is not None else "no GPU named"

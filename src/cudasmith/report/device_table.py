@@ -11,6 +11,7 @@ from rich.table import Table
 from cudasmith.device import DevicePeaks
 from cudasmith.device.launch_cost import LaunchCost
 from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD
+from cudasmith.hardware import Device
 
 # How each property is shown: its label and how its value is written.
 PROPERTY_FORMATS: dict[str, tuple[str, Callable[[Any], str]]] = {
@@ -30,7 +31,7 @@ PROPERTY_FORMATS: dict[str, tuple[str, Callable[[Any], str]]] = {
 
 
 def print_device(
-    properties: dict[str, Any],
+    device: Device,
     peaks: DevicePeaks | None,
     console: Console | None = None,
     launch: LaunchCost | str | None = None,
@@ -45,7 +46,7 @@ def print_device(
     table = Table(show_edge=False, pad_edge=False, show_header=False)
     table.add_column("property", style="dim")
     table.add_column("value")
-    for key, value in properties.items():
+    for key, value in device.properties().items():
         label, fmt = PROPERTY_FORMATS.get(key, (key, str))
         table.add_row(label, fmt(value))
     console.print(table)

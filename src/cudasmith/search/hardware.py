@@ -1,21 +1,19 @@
 """What a prompt says about the device a kernel will run on, read from the device itself.
 
-GPU facts come from torch's device properties (and the CUDA driver where torch does not report them),
-CPU facts from /proc and /sys. Measured figures (bandwidth, peak rates) are never guessed nor measured
+The device's facts are its `Device` (cudasmith.hardware: torch's properties and the CUDA driver for a
+GPU, /proc and /sys for the CPU), read once. Measured figures (bandwidth, peak rates) are never guessed nor measured
 here: they are those a caller passes, else the peaks `cudasmith device` cached for the device, else a
 line saying that `cudasmith device` measures them.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from cudasmith.device import DevicePeaks, load_peaks
-from cudasmith.hardware import cpu_name, driver_attributes
+from cudasmith.hardware import Device, cpu_name, read_device
+from cudasmith.runtime.arch import arch_name
 
 # What each compute capability adds that a kernel writer can use (the nearest one at or below the
 # device's, within its major version, applies).
@@ -56,17 +54,6 @@ NOT_MEASURED = (
     "measured bandwidth and peak FLOP rates",
     "not measured on this machine yet (`cudasmith device` measures them)",
 )
-# CPU instruction-set extensions worth a kernel writer's attention, as /proc/cpuinfo names them.
-CPU_EXTENSIONS = (
-    "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
-    "avx512_fp16", "amx_tile", "amx_bf16", "asimd", "asimddp", "sve", "sve2",
-)  # fmt: skip
-DRIVER_ATTRIBUTES = {
-    "registers_per_block": "CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK",
-    "registers_per_sm": "CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR",
-    "shared_per_block_optin": "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
-    "max_blocks_per_sm": "CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR",
-}
 
 
 @dataclass(frozen=True)
@@ -98,90 +85,45 @@ def capability_features(major: int, minor: int) -> str | None:
     return CAPABILITY_FEATURES[max(known)] if known else None
 
 
-def nvrtc_target(major: int, minor: int) -> str:
-    """The target cudasmith.runtime.compile_cuda compiles for (the 'a' features from Hopper on)."""
-    return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
+def gpu_facts(device: Device) -> list[tuple[str, str]]:
+    """A GPU's facts for a prompt, each with its unit (a fact the device does not report is left out)."""
+    major, minor = device.capability or (0, 0)
 
+    def count(value: int | None) -> str | None:
+        return None if value is None else str(value)
 
-def gpu_facts(props: Any, driver: Mapping[str, int]) -> list[tuple[str, str]]:
-    """Facts from torch's device properties and driver attributes (both may lack fields)."""
-    major, minor = props.major, props.minor
     facts: list[tuple[str, str | None]] = [
-        ("GPU", props.name),
-        ("compute capability", f"{major}.{minor}; kernels are compiled for {nvrtc_target(major, minor)}"),
+        ("GPU", device.name),
+        ("compute capability", f"{major}.{minor}; kernels are compiled for {arch_name(major, minor)}"),
         ("what it enables", capability_features(major, minor)),
-        ("streaming multiprocessors (SMs)", str(props.multi_processor_count)),
-        ("warp size", str(getattr(props, "warp_size", 32))),
-        ("max threads per SM", str(getattr(props, "max_threads_per_multi_processor", "")) or None),
-        (
-            "max resident blocks per SM",
-            str(driver["max_blocks_per_sm"]) if "max_blocks_per_sm" in driver else None,
-        ),
-        ("shared memory per block", _size(getattr(props, "shared_memory_per_block", None))),
-        (
-            "shared memory per block (opt-in, dynamic)",
-            _size(
-                getattr(props, "shared_memory_per_block_optin", None) or driver.get("shared_per_block_optin")
-            ),
-        ),
-        ("shared memory per SM", _size(getattr(props, "shared_memory_per_multiprocessor", None))),
-        (
-            "32-bit registers per block",
-            str(driver["registers_per_block"]) if "registers_per_block" in driver else None,
-        ),
-        (
-            "32-bit registers per SM",
-            str(getattr(props, "regs_per_multiprocessor", None) or driver.get("registers_per_sm") or "")
-            or None,
-        ),
-        ("L2 cache", _size(getattr(props, "L2_cache_size", None))),
-        ("device memory", _size(getattr(props, "total_memory", None))),
+        ("streaming multiprocessors (SMs)", count(device.sm_count)),
+        ("warp size", count(device.warp_size)),
+        ("max threads per SM", count(device.max_threads_per_sm)),
+        ("max resident blocks per SM", count(device.max_blocks_per_sm)),
+        ("shared memory per block", _size(device.shared_per_block)),
+        ("shared memory per block (opt-in, dynamic)", _size(device.shared_per_block_optin)),
+        ("shared memory per SM", _size(device.shared_per_sm)),
+        ("32-bit registers per block", count(device.registers_per_block)),
+        ("32-bit registers per SM", count(device.registers_per_sm)),
+        ("L2 cache", _size(device.l2_bytes)),
+        ("device memory", _size(device.memory_bytes)),
     ]
-    clock_khz, bus_bits = getattr(props, "memory_clock_rate", 0), getattr(props, "memory_bus_width", 0)
-    if clock_khz and bus_bits:
-        # Double data rate: two transfers per clock over the whole bus.
-        peak = 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+    if (peak := device.theoretical_memory_gb_per_s) is not None:
         facts.append(("DRAM bandwidth (theoretical: memory clock × bus width)", f"{peak:.0f} GB/s"))
     return [(label, value) for label, value in facts if value]
 
 
-def _cpu_caches() -> str | None:
-    caches = []
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level, kind, size = ((index / f).read_text().strip() for f in ("level", "type", "size"))
-        except OSError:
-            continue
-        if kind != "Instruction":
-            caches.append(f"L{level} {size}" + (" per core" if level in ("1", "2") else " shared"))
-    return ", ".join(caches) or None
-
-
-def _cpu_extensions() -> str | None:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    flags = next(
-        (
-            line.split(":", 1)[1].split()
-            for line in text.splitlines()
-            if line.startswith(("flags", "Features"))
-        ),
-        [],
+def cpu_facts(device: Device) -> list[tuple[str, str]]:
+    """The processor's facts for a prompt."""
+    caches = ", ".join(
+        f"L{c.level} {_size(c.size_bytes)}" + (" per core" if c.per_core else " shared")
+        for c in device.caches
     )
-    present = [flag for flag in CPU_EXTENSIONS if flag in flags]
-    return ", ".join(present) or None
-
-
-def cpu_facts() -> list[tuple[str, str]]:
-    """Facts about this machine's processor."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     facts = [
         ("CPU", cpu_name()),
-        ("cores available", str(cores)),
-        ("SIMD extensions", _cpu_extensions()),
-        ("caches", _cpu_caches()),
+        ("cores available", str(device.cores_available)),
+        ("SIMD extensions", ", ".join(device.extensions)),
+        ("caches", caches),
     ]
     return [(label, value) for label, value in facts if value]
 
@@ -217,13 +159,12 @@ def describe_hardware(device: str, measured: Mapping[str, float] | None = None) 
         if not torch.cuda.is_available():
             note = "not known: no CUDA GPU is visible on the machine that wrote this prompt"
             return Hardware(device, "unknown GPU", (("GPU", note),))
-        index = torch.device(device).index or 0
-        props = torch.cuda.get_device_properties(index)
-        facts = gpu_facts(props, driver_attributes(index, DRIVER_ATTRIBUTES))
-        name, target = props.name, nvrtc_target(props.major, props.minor)
-        peaks_name: str | None = props.name
+        gpu = read_device(device)
+        facts = gpu_facts(gpu)
+        name, target = gpu.name, arch_name(*(gpu.capability or (0, 0)))
+        peaks_name: str | None = gpu.name
     else:
-        facts, name, target, peaks_name = cpu_facts(), cpu_name(), None, None
+        facts, name, target, peaks_name = cpu_facts(read_device("cpu")), cpu_name(), None, None
     if measured is None:
         peaks = load_peaks(device, name=peaks_name)
         measured = peak_figures(peaks) if peaks is not None else None
