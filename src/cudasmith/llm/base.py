@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from cudasmith.errors import LLMError
-from cudasmith.jsontypes import JsonObject
+from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.store.shapes import CompletionFields
 
 # Provider messages are trimmed to this many characters so an error stays one readable line.
@@ -76,7 +76,7 @@ class Completion:
     cost_usd: float | None = None
     latency_s: float = 0.0
     # What the provider said besides (its own keys: reasoning tokens, a response id…).
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonDict = field(default_factory=dict)
 
     @property
     def truncated(self) -> bool:

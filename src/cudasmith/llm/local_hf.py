@@ -10,10 +10,9 @@ import asyncio
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from cudasmith.errors import LLMError, UsageError
-from cudasmith.jsontypes import JsonObject
 from cudasmith.llm.base import Completion, Message, Provider, ProviderError, Request, one_line, split_usage
 from cudasmith.llm.config import LocalModel
 
@@ -25,6 +24,18 @@ def _prompt_text(messages: tuple[Message, ...]) -> str:
     """A plain transcript for tokenizers without a chat template."""
     turns = [f"{m.role.capitalize()}: {m.content}" for m in messages]
     return "\n\n".join(turns) + "\n\nAssistant:"
+
+
+class GenerateOptions(TypedDict, total=False):
+    """What `generate` is told besides the prompt's tokens."""
+
+    max_new_tokens: int
+    do_sample: bool
+    num_return_sequences: int
+    pad_token_id: int
+    # transformers' StoppingCriteriaList (imported with transformers, on first use).
+    stopping_criteria: Any
+    temperature: float
 
 
 class HFProvider(Provider):
@@ -124,7 +135,7 @@ class HFProvider(Provider):
                 if self._tokenizer.pad_token_id is not None
                 else next(iter(eos_ids), 0)
             )
-            options: JsonObject = {
+            options: GenerateOptions = {
                 "max_new_tokens": new_tokens,
                 "do_sample": not greedy,
                 # Greedy decoding gives one answer however often it is asked; it is generated once.

@@ -89,7 +89,8 @@ class ReplayProvider(Provider):
             )
         batch = self.recorded[self.served : self.served + request.n]
         self.served += len(batch)
-        delay = max(float(c.extra.get("delay_s", 0.0)) for c in batch)
+        delays = [c.extra.get("delay_s") for c in batch]
+        delay = max((float(d) for d in delays if isinstance(d, int | float)), default=0.0)
         if delay > 0:
             await asyncio.sleep(delay)
         # The money was spent when they were recorded, not now.

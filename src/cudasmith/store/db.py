@@ -22,7 +22,7 @@ from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.verdict import Verdict
-from cudasmith.jsontypes import JsonObject
+from cudasmith.jsontypes import JsonDict
 from cudasmith.store.integrity import CANDIDATE_SELECT, masked_seed, verdict_mac
 from cudasmith.store.records import (
     BaselineTime,
@@ -170,7 +170,7 @@ class RunStore:
         run_id: str,
         status: str | None = None,
         stop_reason: str | None = None,
-        summary: JsonObject | None = None,
+        summary: JsonDict | None = None,
     ) -> None:
         """Set a run's status, why it stopped and its summary (each left alone when None)."""
         with self._write() as db:

@@ -9,7 +9,7 @@ from dataclasses import astuple, dataclass, field
 from typing import Any, Protocol
 
 from cudasmith.harness.verdict import Verdict
-from cudasmith.jsontypes import JsonObject
+from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.store.integrity import TAMPERED, masked_seed, split_joined, stored_verdict
 from cudasmith.store.shapes import (
     CandidateMeta,
@@ -93,7 +93,7 @@ class CompletionRecord:
     output_tokens: int | None
     cost_usd: float | None
     latency_s: float | None
-    extra: JsonObject
+    extra: JsonDict
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> CompletionRecord:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from cudasmith.jsontypes import JsonObject
+from cudasmith.jsontypes import JsonDict, JsonObject
 
 # A value of an SQLite column, as the store writes and reads one (JSON columns hold text).
 SqlValue = str | int | float | bytes | None
@@ -70,7 +70,7 @@ class CompletionFields(TypedDict, total=False):
     cost_usd: float | None
     latency_s: float
     # What the provider said besides (its own keys: reasoning tokens, a response id…).
-    extra: JsonObject
+    extra: JsonDict
 
 
 class ParseInfo(TypedDict, total=False):
@@ -125,9 +125,9 @@ class RunOptions(TypedDict, total=False):
     """The options a run was started with, as the run's row keeps them (a resume reads them back)."""
 
     # The judge's options (harness.options.EvalOptions.stored()).
-    judge: JsonObject
-    # optimize and ask: the search's settings (search.config.OptimizeConfig) and budget.
-    search: JsonObject
+    judge: JsonDict
+    # optimize, ask and a bench of a model: the search's settings (search.config.OptimizeConfig), budget.
+    search: JsonDict
     budget_usd: float | None
     # A bench of a folder: the folder, its layout, KernelBench's checkout, and the files it did not judge.
     folder: str

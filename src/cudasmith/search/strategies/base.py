@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from cudasmith.harness.verdict import Verdict
-from cudasmith.jsontypes import JsonObject
+from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.search.config import OptimizeConfig
 from cudasmith.search.hardware import Hardware
 from cudasmith.search.prompts import Parent, Prompt, PromptBuilder
@@ -161,7 +161,7 @@ class Event:
 
     key: str
     kind: str
-    data: JsonObject
+    data: JsonDict
 
 
 class Strategy(ABC):
