@@ -140,7 +140,6 @@ def _matrix(device: str, sizes: dict[str, int]) -> dict[str, float]:
         a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
         out = torch.empty(n, n, device=device, dtype=dtype)
         torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-
         try:
             rates[name] = 2 * n**3 / _median_ms(functools.partial(torch.mm, a, b, out=out), device) / 1e9
         finally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.wire.status import Rule, Status
 
-RULE_TITLES = {rule.value: rule.title for rule in Rule if rule.is_rejection}
+RULE_TITLES = {rule.value: rule.headline for rule in Rule if rule.is_rejection}
 OTHER_RULE = Rule.OTHER.value
 
 

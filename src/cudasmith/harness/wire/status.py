@@ -68,7 +68,7 @@ class Rule(str, Enum):
         return self.value
 
     @property
-    def title(self) -> str:  # type: ignore[override]  # a Rule's title is its description; no one calls str.title on one
+    def headline(self) -> str:
         """What the rule forbids (or what the failure is), as tables and reports name it."""
         return RULE_TITLES[self]
 
