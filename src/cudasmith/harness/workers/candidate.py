@@ -109,6 +109,9 @@ def set_build_environment(solution: Path, device: str) -> None:
     os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
     os.environ[BUILD_DIR_ENV] = str(folder)  # NVRTC and C builds (runtime/cache.py)
     os.environ["TRITON_CACHE_DIR"] = str(folder / "_triton")
+    # torch.compile's Inductor writes its code there too, not under a temporary folder of its choosing: the
+    # sandbox refuses those, and which rule refused a compiled solution would hang on whether one existed.
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "_inductor")
     sandbox.narrow(folder)
     # torch extensions' nvcc with its host and device sides side by side (runtime/nvcc_phases.py), unless
     # the user named an nvcc: the same in the build worker and the judged worker, or ninja builds again
