@@ -14,7 +14,6 @@ import pytest
 from rich.console import Console
 
 from cudasmith.report.export import CORRECT_BONUS, RETURN_DISCOUNT, load_rows, reward
-from cudasmith.report.html import write_report
 from cudasmith.report.leaderboard import print_leaderboard, print_run_details
 from cudasmith.store import RunStore
 from cudasmith.store.runs import RunView, load_run
@@ -46,6 +45,14 @@ def stored(tmp_path: Path) -> tuple[Path, str, str]:
     path = tmp_path / "runs.db"
     with RunStore(path) as store:
         return path, bench_of_files(store), search(store)
+
+
+def write_report(views: list[RunView], path: Path) -> Path:
+    """The HTML page, or the test skipped where plotly (which draws its plots) is not installed."""
+    pytest.importorskip("plotly", reason="the report's plots need plotly (a dependency of cudasmith)")
+    from cudasmith.report.html import write_report as write
+
+    return write(views, path)
 
 
 def views(path: Path, *run_ids: str) -> list[RunView]:
@@ -150,6 +157,7 @@ def test_a_cheat_earns_no_reward() -> None:
 
 @pytest.mark.slow
 def test_report_cli_writes_the_page_and_json(stored: tuple[Path, str, str], tmp_path: Path) -> None:
+    pytest.importorskip("plotly", reason="the report's plots need plotly (a dependency of cudasmith)")
     path, bench, searched = stored
     out = tmp_path / "page.html"
     done = run_cli("report", bench, "latest", "--json", "--html", str(out), "--store", str(path))
