@@ -170,3 +170,14 @@ def test_report_cli_writes_the_page_and_json(stored: tuple[Path, str, str], tmp_
     assert missing.returncode == 2 and "no run store" in missing.stderr
     bench_export = run_cli("export", bench, "--store", str(path), "--output", str(tmp_path / "x.jsonl"))
     assert bench_export.returncode == 2 and "no judged answers of a model" in bench_export.stderr
+
+
+def test_an_unknown_run_is_one_line_naming_the_latest_runs_newest_first(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    with RunStore(path) as store:
+        oldest, middle, newest = bench_of_files(store), search(store), search(store)
+    done = run_cli("report", "nosuchrun", "--store", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert (
+        done.stderr.strip() == f"error: no run 'nosuchrun' in {path} (latest: {newest}, {middle}, {oldest})"
+    )
