@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from cudasmith.commands.common import stderr
 from cudasmith.commands.judging import JudgeFlags, judging
@@ -132,6 +131,7 @@ def bench_command(
     from cudasmith.bench.folder import FOLDER_STRATEGY, bench_folder
     from cudasmith.bench.model import ModelBench
     from cudasmith.report.bench_progress import bench_progress
+    from cudasmith.report.formats import output_console
     from cudasmith.report.leaderboard import print_leaderboard, print_run_details
     from cudasmith.report.rejudge import print_rejudge, rejudged, summarize_rejudge
     from cudasmith.store import RunStore
@@ -166,7 +166,7 @@ def bench_command(
         numbers = {"run": result.run_id, **view.summary.to_dict(), "rejudge": rejudge}
         sys.stdout.write(json.dumps(numbers, indent=2) + "\n")
         return
-    console = Console()
+    console = output_console()
     print_leaderboard([view], console)
     print_run_details(view, console)
     print_rejudge(kernels, console)

@@ -34,9 +34,7 @@ def cache_command(
 
     Example: [bold]cudasmith cache[/] · [bold]cudasmith cache --clear baselines --yes[/]
     """
-    from rich.console import Console
-
-    from cudasmith.report.formats import plain_table
+    from cudasmith.report.formats import output_console, plain_table
     from cudasmith.runtime.cache import cache_root, cache_usage, clear_cache
     from cudasmith.wording import byte_size, plural
 
@@ -64,7 +62,7 @@ def cache_command(
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
-    console = Console()
+    console = output_console()
     console.print(f"cache: {cache_root()}", highlight=False, soft_wrap=True)
     table = plain_table()
     table.add_column("kind", no_wrap=True)

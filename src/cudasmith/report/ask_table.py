@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from cudasmith.report.formats import plain_table
+from cudasmith.report.formats import output_console, plain_table
 from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.ask import AskResult
 from cudasmith.wording import plural
@@ -32,7 +32,7 @@ def _cost(result: AskResult) -> str:
 
 def print_ask(result: AskResult, console: Console | None = None) -> None:
     """One row per candidate, then what the request cost and where everything is kept."""
-    console = console or Console(emoji=False, highlight=False)
+    console = console or output_console()
     table = plain_table()
     for column in ("#", "status", "speedup", "tokens", "finish"):
         table.add_column(

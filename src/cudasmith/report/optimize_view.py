@@ -9,11 +9,11 @@ from typing import Any
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from cudasmith.exec.base import describe_executor
 from cudasmith.harness.baselines import BASELINES
+from cudasmith.report.formats import output_console, plain_table
 from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.state import Snapshot
 from cudasmith.wording import plural
@@ -92,7 +92,7 @@ def live_view(title: str, terminal: bool, console: Console | None = None) -> Ite
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """The run's outcome: best kernel, verdicts per status, cost, the judge's time, the verifier."""
-    console = console or Console(emoji=False, highlight=False)
+    console = console or output_console()
     best = summary.get("best")
     headline = "no correct kernel found"
     if best is not None:
@@ -106,7 +106,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         ),
         style="dim",
     )
-    table = Table(show_edge=False, pad_edge=False, show_header=False)
+    table = plain_table(show_header=False)
     table.add_column(justify="left")
     table.add_column(justify="left")
     counts = ", ".join(f"{status_markup(status)} {count}" for status, count in summary["counts"].items())
