@@ -68,19 +68,13 @@ def _bench_model(
 def _solution_folder(folder: Path, kernelbench: Path | None, skip_unknown: bool) -> SolutionFolder:
     """The folder's submissions; a folder named after no task stops the bench before any judging,
     unless --skip-unknown (then it is listed as not judged)."""
-    from cudasmith.bench.layout import discover
-    from cudasmith.tasks.problem import close_names, list_task_names
+    from cudasmith.bench.layout import discover, named_after_no_task
 
     found = discover(folder, kernelbench)
-    if found.layout != "suite" or not found.unmatched or skip_unknown:
+    unknown = named_after_no_task(found)
+    if unknown is None or skip_unknown:
         return found
-    unknown = sorted({path.parent.relative_to(found.root).as_posix() for path, _ in found.unmatched})
-    hint = close_names(unknown[0], list_task_names())
-    more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-    raise UsageError(
-        f"{folder}/{unknown[0]}{more} is named after no built-in task; {hint}"
-        "rename it, or add --skip-unknown to judge the rest"
-    )
+    raise UsageError(f"{unknown}; rename it, or add --skip-unknown to judge the rest")
 
 
 @judging
@@ -160,7 +154,8 @@ def bench_command(
             with bench_progress() as (progress, on_verdict):
                 result = bench_folder(opened, found, from_dir, options, resume, progress, on_verdict, lanes)
         view = load_run(opened, result.run_id)
-        kernels = rejudged(opened.candidates(result.run_id)) if view.run.options.get("layout") else []
+        layout = view.run.options.get("layout")
+        kernels = rejudged(opened.candidates(result.run_id)) if layout else []
     rejudge = summarize_rejudge(kernels).to_dict() if kernels else None
     if as_json:
         numbers = {"run": result.run_id, **view.summary.to_dict(), "rejudge": rejudge}
@@ -169,7 +164,7 @@ def bench_command(
     console = output_console()
     print_leaderboard([view], console)
     print_run_details(view, console)
-    print_rejudge(kernels, console)
+    print_rejudge(kernels, console, layout)
     for path, why in result.unmatched:
         console.print(f"[dim]not judged: {path}: {why}[/]", highlight=False)
     console.print(
