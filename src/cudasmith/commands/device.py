@@ -38,7 +38,7 @@ def device_command(
     Example: [bold]cudasmith device --json[/]
     """
     from cudasmith.device import load_peaks, properties
-    from cudasmith.device.speed_of_light import ensure_peaks
+    from cudasmith.device.speed_of_light import doubts, ensure_peaks
 
     device = command_device(device, judging=False)
     found = properties(device)
@@ -55,6 +55,7 @@ def device_command(
             "properties": found,
             "peaks": peaks.to_dict() if peaks else None,
             "peaks_cached": cached,
+            "peaks_doubts": doubts(peaks) if peaks else [],
             "launch_cost": launch if isinstance(launch, str) or launch is None else launch.to_dict(),
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from cudasmith.device import DevicePeaks
 from cudasmith.device.launch_cost import LaunchCost
-from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD
+from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD, doubts
 from cudasmith.report.formats import output_console, plain_table, titled
 
 # How each property is shown: its label and how its value is written.
@@ -38,7 +38,8 @@ def print_device(
     """Properties first, then the measured peaks (or how to measure them) and the launch cost.
 
     `launch`: the calibrated launch cost, or why there is none (GPU only); `cached`: False when the
-    peaks' repeated measurements disagreed, so that they were not kept for verdicts.
+    peaks' repeated measurements disagreed, so that they were not kept for verdicts. Rates the device
+    cannot have measured undisturbed (speed_of_light.doubts) are flagged.
     """
     console = console or output_console()
     table = plain_table(show_header=False)
@@ -66,7 +67,13 @@ def print_device(
         console.print(titled("FLOP rates (measured)", rates))
         versions = ", ".join(f"{k} {v}" for k, v in peaks.versions.items() if v)
         console.print(f"[dim]measured {peaks.measured_at} in {peaks.seconds:.1f} s with {versions}[/]")
-        if not cached:
+        doubtful = doubts(peaks)
+        for doubt in doubtful:
+            console.print(
+                f"[yellow]doubtful: {doubt} (other work disturbed the measurement); never cached, "
+                "measured again next time[/]"
+            )
+        if not cached and not doubtful:
             console.print(
                 f"[yellow]not cached: the repeated measurements disagreed by more than "
                 f"{PEAKS_NOISY_SPREAD:.0%} (something else was using the device); measured again next time[/]"
