@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import platform
 from collections.abc import Mapping
 from functools import cache
@@ -26,9 +28,19 @@ def device_name(device: str) -> str:
         import torch
 
         return torch.cuda.get_device_name(torch.device(device))
-    import os
-
     return f"{cpu_name()} ({os.cpu_count()} cores)"
+
+
+def no_gpu_here() -> bool:
+    """Whether this process can tell, without torch, that it has no GPU: CUDA_VISIBLE_DEVICES hides every
+    one, or there is no CUDA driver to load. False: only torch (or the driver, initialised) can tell."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
+        return True
+    try:  # loading the library initialises nothing: no context, nothing a later fork or torch minds
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return True
+    return False
 
 
 def driver_gpu_count() -> int | None:

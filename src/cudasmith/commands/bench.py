@@ -25,6 +25,7 @@ from cudasmith.commands.options import (
     StoreOption,
     StrategyOption,
     TasksOption,
+    at_least_one,
     in_lanes,
 )
 from cudasmith.commands.store import existing_store, store_to_write
@@ -77,6 +78,37 @@ def _solution_folder(folder: Path, kernelbench: Path | None, skip_unknown: bool)
     raise UsageError(f"{unknown}; rename it, or add --skip-unknown to judge the rest")
 
 
+def _check_cheaply(
+    folder: Path | None,
+    model: list[str] | None,
+    level: str | None,
+    task: list[str] | None,
+    from_dir: Path | None,
+    config: Path | None,
+    n: int | None,
+    depth: int | None,
+    resume: str | None,
+    judge: JudgeFlags,
+) -> None:
+    """What bench can check before torch is imported: the judging flags, the counts, the models and
+    their keys, the built-in tasks named, that the folder is there."""
+    from cudasmith.bench.tasks import check_tasks
+    from cudasmith.llm import check_model, load_llm_config
+
+    at_least_one(n=n, depth=depth)
+    if resume is not None:
+        return
+    judge.check()
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"solution folder not found: {folder}")
+    if model:
+        if from_dir is None:
+            check_tasks(level, task or [])
+        llm_config = load_llm_config(config)
+        for spec in model:
+            check_model(spec, llm_config)
+
+
 @judging
 @in_lanes
 def bench_command(
@@ -122,6 +154,16 @@ def bench_command(
     Examples: [bold]cudasmith bench runs/my_run --from KernelBench[/] ·
     [bold]cudasmith bench --model openai:gpt-5-mini --level level1 -n 4[/]
     """
+    # Usage errors first, with nothing of torch imported: they come at once.
+    if resume is not None:
+        also = (["FOLDER"] if folder else []) + (["--task", "--level"] if task or level else [])
+        judge.refuse_with_resume(also, "tasks")
+    if folder is not None and model:
+        raise UsageError("give a folder of solutions or --model, not both")
+    if folder is not None and (level is not None or task):
+        raise UsageError("--level and --task choose tasks for --model; a folder's files name their tasks")
+    _check_cheaply(folder, model, level, task, from_dir, config, n, depth, resume, judge)
+
     from cudasmith.bench.folder import FOLDER_STRATEGY, bench_folder
     from cudasmith.bench.model import ModelBench
     from cudasmith.report.bench_progress import bench_progress
@@ -132,13 +174,6 @@ def bench_command(
     from cudasmith.store.runs import load_run
     from cudasmith.wording import plural
 
-    if resume is not None:
-        also = (["FOLDER"] if folder else []) + (["--task", "--level"] if task or level else [])
-        judge.refuse_with_resume(also, "tasks")
-    if folder is not None and model:
-        raise UsageError("give a folder of solutions or --model, not both")
-    if folder is not None and (level is not None or task):
-        raise UsageError("--level and --task choose tasks for --model; a folder's files name their tasks")
     lanes = lane_flags.lanes()
     options = None if resume is not None else judge.options()
     found = None if folder is None else _solution_folder(folder, from_dir, skip_unknown)

@@ -37,10 +37,11 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
+    device = command_device(device, judging=False)  # first: a usage error comes before torch is imported
+
     from cudasmith.device import load_peaks, properties
     from cudasmith.device.speed_of_light import doubts, ensure_peaks
 
-    device = command_device(device, judging=False)
     found = properties(device)
     if measure or remeasure:
         with working("measuring the device's speed of light…"):

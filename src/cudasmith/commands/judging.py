@@ -174,8 +174,23 @@ class JudgeFlags:
                 f"--resume goes on with the run's own {what} and options; drop {', '.join(given)}"
             )
 
+    def check(self) -> None:
+        """Every flag checked before torch is imported, so that a usage error comes at once: each value,
+        the device's name and, where that needs no torch (hardware.no_gpu_here), that a GPU is here."""
+        from cudasmith.device import known_device
+        from cudasmith.hardware import no_gpu_here
+
+        named = known_device(self.device) if self.device is not None else None
+        resolved_now = named == "cpu" or no_gpu_here()
+        self._options(command_device(named, judging=True) if resolved_now else named or "cuda").validate()
+
     def options(self) -> EvalOptions:
         """The judge's options, checked; the device resolved (without a GPU, one named or refused)."""
+        options = self._options(command_device(self.device, judging=True))
+        options.validate()
+        return options
+
+    def _options(self, device: str) -> EvalOptions:
         from cudasmith.harness.baselines import parse_baselines
         from cudasmith.harness.options import EvalOptions
 
@@ -185,8 +200,8 @@ class JudgeFlags:
             "first_call_extra_s": self.first_call_extra,
             "memory_limit_bytes": None if self.memory_limit is None else int(self.memory_limit * 2**30),
         }
-        options = EvalOptions(
-            device=command_device(self.device, judging=True),
+        return EvalOptions(
+            device=device,
             seed=self.seed,
             seeds_per_config=self.seeds,
             timing=self.timing,
@@ -198,8 +213,6 @@ class JudgeFlags:
             graph=self.graph,
             **{name: value for name, value in optional.items() if value is not None},
         )
-        options.validate()
-        return options
 
 
 def judging(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -25,6 +25,7 @@ from cudasmith.commands.options import (
     StrategyOption,
     TaskFlags,
     TemplatesOption,
+    at_least_one,
     for_a_task,
     in_lanes,
     value_option,
@@ -89,22 +90,32 @@ def optimize_command(
 
     Example: [bold]cudasmith optimize level1/softmax -m openai:gpt-5-mini -n 4 --depth 5 -o best.py[/]
     """
+    from cudasmith.llm import check_model
     from cudasmith.llm.config import load_llm_config
-    from cudasmith.report.optimize_view import live_view, print_summary
     from cudasmith.search.config import load_optimize_config
-    from cudasmith.search.optimize import optimize
-    from cudasmith.search.prompts import templates_from_config
 
+    # Usage errors first, with nothing of torch imported: they come at once.
+    at_least_one(n=n, depth=depth)
     if resume is not None:
         judge.refuse_with_resume(["TASK"] if task_flags.given() else [], "task")
         existing_store(store).close()
-        loaded, options = None, None
     else:
-        loaded = task_flags.load()
-        options = judge.options()
+        task_flags.check()
+        judge.check()
     settings = load_optimize_config(
         config, strategy=strategy, n=n, depth=depth, verifier=verifier, weights=_weights(weights)
     )
+    llm_config = load_llm_config(config)
+    named = model or ([] if resume is not None else [llm_config.default_model()])
+    for spec in [*named, *([settings.verifier] if settings.verifier else [])]:
+        check_model(spec, llm_config)
+
+    from cudasmith.report.optimize_view import live_view, print_summary
+    from cudasmith.search.optimize import optimize
+    from cudasmith.search.prompts import templates_from_config
+
+    loaded = None if resume is not None else task_flags.load()
+    options = None if resume is not None else judge.options()
     title = f"optimize {resume or (loaded.name if loaded else '')}"
     with (
         store_to_write(store) as where,
@@ -119,7 +130,7 @@ def optimize_command(
             resume=resume,
             output=output,
             config=settings,
-            llm_config=load_llm_config(config),
+            llm_config=llm_config,
             options=options,
             templates=templates or templates_from_config(config),
             **lane_flags.lanes().as_kwargs(),

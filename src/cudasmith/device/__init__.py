@@ -20,13 +20,17 @@ from typing import Any
 
 from cudasmith import __version__
 from cudasmith.errors import UsageError
-from cudasmith.hardware import device_name, driver_attributes
+from cudasmith.hardware import device_name, driver_attributes, no_gpu_here
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
 
 # The versions a measured peak or launch cost depends on (the kernels that reach a peak come with
 # PyTorch and CUDA; the driver and CUPTI, with CUDA).
 PEAK_VERSION_KEYS = ("cudasmith", "torch", "cuda", "driver")
+# What every command says where it finds no GPU: as an error where it needs one, as a note where it
+# describes the CPU instead (commands.common.command_device).
+NO_GPU = "no CUDA GPU is visible here"
+NO_GPU_ERROR = f"{NO_GPU}; add --device cpu to use the CPU (where solutions are C kernels)"
 
 
 def device_kind(device: str) -> str:
@@ -35,7 +39,10 @@ def device_kind(device: str) -> str:
 
 
 def default_device() -> str:
-    """'cuda' when a GPU is visible, else 'cpu'."""
+    """'cuda' when a GPU is visible, else 'cpu'. Where no GPU can be there (hardware.no_gpu_here), torch
+    is not imported to ask: a command's usage errors stay quick."""
+    if no_gpu_here():
+        return "cpu"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -44,7 +51,7 @@ def default_device() -> str:
 def known_device(device: str) -> str:
     """`device` when it names a kind of device cudasmith knows ('cuda', 'cuda:N', 'cpu'); else a UsageError."""
     if device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", device):
-        raise UsageError(f"device must be 'cuda', 'cuda:N' or 'cpu', not {device!r}")
+        raise UsageError(f"--device must be 'cuda', 'cuda:N' or 'cpu', not {device!r}")
     return device
 
 
@@ -53,10 +60,12 @@ def usable_device(device: str | None = None) -> str:
     a one-line UsageError otherwise."""
     if device is None or known_device(device) == "cpu":
         return device or default_device()
+    if no_gpu_here():
+        raise UsageError(NO_GPU_ERROR)
     import torch
 
     if not torch.cuda.is_available():
-        raise UsageError("no CUDA GPU is visible here; use --device cpu or run on a GPU machine")
+        raise UsageError(NO_GPU_ERROR)
     index = torch.device(device).index
     if index is not None and index >= torch.cuda.device_count():
         raise UsageError(f"no GPU {device}: this machine has {torch.cuda.device_count()} (cuda:0 first)")

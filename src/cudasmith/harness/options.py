@@ -99,16 +99,16 @@ class EvalOptions:
     in_flight: int | None = None
 
     def validate(self) -> None:
-        """Raise UsageError for options that cannot work, with what to do instead."""
+        """Raise UsageError for options that cannot work, naming the option as the command spells it."""
         known_device(self.device)
         if self.rules not in RULES:
-            raise UsageError(f"the rules must be one of {', '.join(RULES)}, not {self.rules!r}")
+            raise UsageError(f"--rules must be {' or '.join(RULES)}, not {self.rules!r}")
         if self.l2_state is not None and self.l2_state not in L2_STATES:
-            raise UsageError(f"the L2 state must be one of {', '.join(L2_STATES)}, not {self.l2_state!r}")
+            raise UsageError(f"--l2 must be {' or '.join(L2_STATES)}, not {self.l2_state!r}")
         if self.graph and not self.device.startswith("cuda"):
-            raise UsageError("CUDA-graph timing (--graph) needs a GPU")
+            raise UsageError("--graph (CUDA-graph timing) needs a GPU: give --device cuda")
         if self.seeds_per_config < 1:
-            raise UsageError("at least one input set per config must be checked (--seeds 1 or more)")
+            raise UsageError("--seeds must be at least 1 (input sets checked per config)")
         if not self.load_timeout_s > 0:
             raise UsageError(
                 f"--load-time-limit must be a positive number of seconds, not {self.load_timeout_s:g}"
@@ -116,13 +116,13 @@ class EvalOptions:
         if self.first_call_extra_s < 0:
             raise UsageError(f"--first-call-extra must not be negative, not {self.first_call_extra_s:g}")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes <= 0:
-            raise UsageError("a worker's memory limit must be positive (--memory-limit)")
+            raise UsageError("--memory-limit must be a positive number of GiB")
         if self.call_timeout_s is not None and not self.call_timeout_s > 0:
             raise UsageError(
                 f"--time-limit must be a positive number of seconds, not {self.call_timeout_s:g}"
             )
         if self.in_flight is not None and not 1 <= self.in_flight <= 64:
-            raise UsageError("the candidates in flight must be from 1 to 64 (--in-flight)")
+            raise UsageError(f"--in-flight must be from 1 to 64, not {self.in_flight}")
         self.check_isolation()
 
     def check_isolation(self) -> None:

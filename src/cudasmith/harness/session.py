@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cudasmith.device import default_device, software_versions, usable_device
-from cudasmith.errors import CudasmithError, UsageError
+from cudasmith.errors import CudasmithError
 from cudasmith.harness.assemble import finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.correctness import check_candidate, select_configs
@@ -51,7 +51,7 @@ from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
-from cudasmith.tasks.problem import Config, Problem
+from cudasmith.tasks.problem import Config, Problem, solution_file
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
 
@@ -210,11 +210,7 @@ class Judge:
 
     def judge(self, solution: str | Path) -> Verdict:
         """Judge one solution file and return its verdict (safe to call from several threads at once)."""
-        path = Path(solution)
-        if not path.is_file():
-            raise UsageError(
-                f"solution file not found: {path}" if not path.exists() else f"{path} is not a file"
-            )
+        path = solution_file(solution)
         started = time.monotonic()
         verdict = Verdict(status=Status.CORRECT, reason="", task=self.problem.name, solution=str(path),
                           device=self.options.device, dtype=self.problem.dtype, seed=self.secret,
@@ -378,8 +374,6 @@ def evaluate(
     progress: Progress | None = None,
 ) -> Verdict:
     """Judge one solution file against one problem (a session of one) and return the verdict."""
-    path = Path(solution)
-    if not path.is_file():
-        raise UsageError(f"solution file not found: {path}" if not path.exists() else f"{path} is not a file")
+    path = solution_file(solution)
     with Judge(problem, options, progress, candidates=1) as judge:
         return judge.judge(path)
