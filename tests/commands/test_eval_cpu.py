@@ -200,6 +200,19 @@ def test_peaks_measured_before_are_read_without_a_word_of_measuring(
     assert json.loads(done.stdout)["peaks"]["measured_at"] == "", "the verdict used the kept peaks"
 
 
+@pytest.mark.slow
+def test_errors_name_the_solution_as_given_never_its_scratch_copy() -> None:
+    solutions = [SOLUTIONS / "python_syntax_error.py", SOLUTIONS / "raises_in_forward.py"]
+    options = ("--problem", str(PROBLEMS / "add_small.py"), "--device", "cpu", "--no-timing", "--seeds", "1")
+    done = run_cli("eval", *map(str, solutions), *options, "--json")
+    assert done.returncode == 1, done.stderr
+    verdicts = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [v["status"] for v in verdicts] == ["compile_error", "runtime_error"]
+    for verdict, path in zip(verdicts, solutions, strict=True):
+        assert "cudasmith-scratch" not in json.dumps(verdict), "the judge's scratch folder is never shown"
+        assert f'File "{path}", line ' in verdict["artifacts"]["traceback"], verdict["artifacts"]
+
+
 def test_a_compile_error_keeps_the_whole_compiler_log() -> None:
     verdict = quick("c_compile_error.py")
     assert verdict.status == "compile_error"

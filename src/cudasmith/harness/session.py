@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from cudasmith.device import default_device, software_versions, usable_device
 from cudasmith.errors import CudasmithError
-from cudasmith.harness.assemble import finish
+from cudasmith.harness.assemble import as_given, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
 from cudasmith.harness.correctness import check_candidate, select_configs
 from cudasmith.harness.exclusive import gpu_probe
@@ -243,6 +243,7 @@ class Judge:
         finally:
             candidate.close()
             self._collect(candidate, verdict)
+            as_given(verdict, candidate.staged, str(path))
             self.pool.advance()
             with self._lock:
                 self._in_use.discard(candidate)
