@@ -31,6 +31,10 @@ def cache_command(
 
     It lives in ~/.cache/cudasmith, or where CUDASMITH_CACHE points. Everything in it is made again when
     needed: cleared kernels are compiled again, baselines timed again, device peaks measured again.
+    What a judged solution compiles (compile_c, compile_cuda, load_inline) is kept in a folder of its own
+    under extensions/. A baseline time is kept only when it was timed quietly (little noise, the device
+    held alone), and device peaks only when a second measurement confirms them: on a busy machine
+    baselines/ and device/ may stay empty.
 
     Example: [bold]cudasmith cache[/] · [bold]cudasmith cache --clear baselines --yes[/]
     """
