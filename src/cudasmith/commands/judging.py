@@ -71,6 +71,16 @@ FirstCallExtraOption = Annotated[
         panel=JUDGING,
     ),
 ]
+ConfigTimeLimitOption = Annotated[
+    float | None,
+    value_option(
+        "--config-time-limit",
+        metavar="SECONDS",
+        help="Longest the check of one config may be estimated to take (from its bytes and the device's "
+        "measured bandwidth); a larger config is too large for the device \\[default: 600]",
+        panel=JUDGING,
+    ),
+]
 # cudasmith.harness.walls.memory.MEMORY_LIMIT_OPTION names this option in the judge's messages.
 MemoryLimitOption = Annotated[
     float | None,
@@ -149,6 +159,7 @@ class JudgeFlags:
     time_limit: TimeLimitOption = None
     load_time_limit: LoadTimeLimitOption = None
     first_call_extra: FirstCallExtraOption = None
+    config_time_limit: ConfigTimeLimitOption = None
     memory_limit: MemoryLimitOption = None
     rules: RulesOption = "strict"
     require_isolation: RequireIsolationOption = False
@@ -198,6 +209,7 @@ class JudgeFlags:
             "call_timeout_s": self.time_limit,
             "load_timeout_s": self.load_time_limit,
             "first_call_extra_s": self.first_call_extra,
+            "config_time_limit_s": self.config_time_limit,
             "memory_limit_bytes": None if self.memory_limit is None else int(self.memory_limit * 2**30),
         }
         return EvalOptions(

@@ -28,6 +28,10 @@ FIRST_CALL_EXTRA_S = 10.0
 # Without a --time-limit, a call may take this many times the reference's own time, and at least CALL_FLOOR_S.
 CALL_FACTOR = 100.0
 CALL_FLOOR_S = 5.0
+# Checking one config may take this long, as estimated before it starts (check_time.py): past it, the config
+# is too large for the device (a smaller one is skipped, the smallest refused), unless --config-time-limit
+# raises it. Ten minutes: an hour-long check of one config is no judge's answer to a first `eval`.
+CONFIG_TIME_LIMIT_S = 600.0
 # Timing one config: making its input sets, warming up and sampling, beyond the calls themselves.
 TIMING_EXTRA_S = 30.0
 # Timed calls whose outputs are kept and re-checked against the reference, per config. Which calls are
@@ -52,8 +56,10 @@ GPU_MEMORY_PER_CANDIDATE = 4 * 1024**3
 # operators ran and what share of the time the solution's own kernels took).
 RULES = ("strict", "kernelbench")
 
-# Told how far a long job is: (what is being done, steps done, steps in all).
+# Told how far a long job is: (what is being done, steps done, steps in all). A message that starts with
+# WARNING is no step but a warning to keep in view (report/progress.py prints it on a line of its own).
 Progress = Callable[[str, int, int], None]
+WARNING = "warning: "
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ class EvalOptions:
     require_isolation: bool = False
     # Candidates judged at once by a session (None: default_in_flight for the device).
     in_flight: int | None = None
+    # Longest a config's check may be estimated to take (check_time.py); a larger config is not checked.
+    config_time_limit_s: float = CONFIG_TIME_LIMIT_S
 
     def validate(self) -> None:
         """Raise UsageError for options that cannot work, naming the option as the command spells it."""
@@ -120,6 +128,10 @@ class EvalOptions:
         if self.call_timeout_s is not None and not self.call_timeout_s > 0:
             raise UsageError(
                 f"--time-limit must be a positive number of seconds, not {self.call_timeout_s:g}"
+            )
+        if not self.config_time_limit_s > 0:
+            raise UsageError(
+                f"--config-time-limit must be a positive number of seconds, not {self.config_time_limit_s:g}"
             )
         if self.in_flight is not None and not 1 <= self.in_flight <= 64:
             raise UsageError(f"--in-flight must be from 1 to 64, not {self.in_flight}")

@@ -31,13 +31,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cudasmith.device import default_device, software_versions, usable_device
+from cudasmith.device.speed_of_light import kept_peaks
 from cudasmith.errors import CudasmithError
 from cudasmith.harness.assemble import as_given, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
+from cudasmith.harness.check_time import within_time
 from cudasmith.harness.correctness import check_candidate, select_configs
 from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import lease_for
-from cudasmith.harness.options import EvalOptions, Progress
+from cudasmith.harness.options import WARNING, EvalOptions, Progress
 from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.screen import screen
@@ -115,6 +117,7 @@ class Judge:
         self.device_name = options.device
         self.selected: list[tuple[int, Config, bool]] = []
         self.skipped: list[SkippedConfig] = []
+        self.announced: list[str] = []  # configs whose check is estimated to take long (check_time.py)
         self.plan: TimingPlan = default_plan(options.device, options.l2_state or problem.l2_state)
         gate = self.lease.prepares if options.on_gpu else None
         self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate)
@@ -187,7 +190,16 @@ class Judge:
                 names = (loaded.gpu_uuid, self.lease_key)
                 self.lease.probe = gpu_probe(*(name for name in names if name))
         described = self.oracle.described
-        self.selected, self.skipped = select_configs(self.problem, described, self.options.device)
+        selected, self.skipped = select_configs(self.problem, described, self.options.device)
+        # Configs whose check would take too long: announced before it starts, or not checked at all.
+        peaks = kept_peaks(name=self.device_name)
+        rate = None if peaks is None else peaks.memory_gb_per_s
+        self.selected, beyond, self.announced = within_time(
+            self.problem, selected, described, self.options, rate
+        )
+        self.skipped += beyond
+        for line in self.announced:
+            self.progress(f"{WARNING}{line}", 0, 0)
         self.baselines.identity = self._identity()  # now that the device and its launch cost are known
         self.view = SessionView(self.problem, self.options, self.secret, tuple(self.selected), tuple(described),
                                 self.plan, self.oracle, self.lease, self.baselines, self.progress, self)  # fmt: skip
@@ -235,6 +247,8 @@ class Judge:
             load_id = candidate.send(LoadSolution(str(path.resolve()), allowed))
             self._start()
             verdict.device, verdict.skipped_configs = self.device_name, list(self.skipped)
+            for line in self.announced:
+                verdict.note(line)
             verdict.limits = {
                 "load_s": self.options.load_timeout_s,
                 "first_call_extra_s": self.options.first_call_extra_s,
