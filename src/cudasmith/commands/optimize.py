@@ -96,9 +96,11 @@ def optimize_command(
 
     # Usage errors first, with nothing of torch imported: they come at once.
     at_least_one(n=n, depth=depth)
+    task_name = ""
     if resume is not None:
         judge.refuse_with_resume(["TASK"] if task_flags.given() else [], "task")
-        existing_store(store).close()
+        with existing_store(store) as opened:
+            task_name = opened.run(resume).task  # the panel's label, as when the run began
     else:
         task_flags.check()
         judge.check()
@@ -116,7 +118,7 @@ def optimize_command(
 
     loaded = None if resume is not None else task_flags.load()
     options = None if resume is not None else judge.options()
-    title = f"optimize {resume or (loaded.name if loaded else '')}"
+    title = f"optimize {loaded.name if loaded is not None else task_name}"
     with (
         store_to_write(store) as where,
         live_view(title, terminal=not as_json and stderr.is_terminal) as on_change,

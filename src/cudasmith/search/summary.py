@@ -69,7 +69,8 @@ def summarize(
         if top is None
         else {
             "candidate": top.id,
-            "round": top.round,
+            # Counted from 1, as the live panel counts rounds (the store counts from 0).
+            "round": top.round + 1,
             "model": top.model,
             "speedups": top.verdict.speedups if top.verdict else {},
             "sol_pct": top.sol_pct(),
