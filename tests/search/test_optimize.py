@@ -135,6 +135,7 @@ def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
         assert "It computes a wrong answer" in prompt
 
     assert summary["best"]["round"] == 2, "the fast kernel came in round 2 of 2, as the panel counts"
+    assert "judge" in summary and summary["judge"]["candidate_s"] > 0
     with RunStore(tmp_path / "runs.db") as store:
         [run] = store.runs()
         candidates = store.candidates(run.id)

@@ -118,7 +118,8 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         ("candidates", f"{summary['candidates']} in {plural(summary['rounds'], 'round')}: {counts}"),
         (
             "judge",
-            f"{summary['judged']} judged, {summary['cached']} from the cache, busy {judge['busy_s']:.1f} s, "
+            f"{summary['judged']} judged, {summary['cached']} from the cache, "
+            f"{judge['candidate_s']:.1f} s of judging summed over candidates (several at once), "
             f"idle waiting for answers {judge['idle_waiting_s']:.1f} s",
         ),
         *([("lanes", describe_executor(summary["executor"]))] if summary.get("executor") else []),

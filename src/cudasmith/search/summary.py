@@ -88,7 +88,9 @@ def summarize(
             "latency_max_s": max(latencies, default=None),
         },
         "judge": {
-            "busy_s": round(sum(v.wall_s or 0.0 for v in verdicts), 3),
+            # Each verdict's judging time, summed: a lane judges several candidates at once, so this
+            # exceeds the wall time (`executor.wall_s`) by about the candidates in flight.
+            "candidate_s": round(sum(v.wall_s or 0.0 for v in verdicts), 3),
             "idle_waiting_s": round(judge_idle_waiting_s, 3),
         },
         "verifier": None,
