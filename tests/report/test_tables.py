@@ -15,17 +15,24 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cudasmith.device import DevicePeaks
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.wire.results import TimingReport
 from cudasmith.llm.base import Completion
 from cudasmith.report.ask_table import print_ask
+from cudasmith.report.device_table import print_device
 from cudasmith.report.formats import config_text, milliseconds
-from cudasmith.report.verdict_table import print_verdict
+from cudasmith.report.leaderboard import print_leaderboard
+from cudasmith.report.optimize_view import print_summary as print_optimize_summary
+from cudasmith.report.verdict_table import print_summary, print_verdict
 from cudasmith.search.ask import AskResult, JudgedAnswer
 from cudasmith.search.parsing import ParsedAnswer
-from cudasmith.store import Usage
+from cudasmith.search.summary import summarize
+from cudasmith.store import RunStore, Usage
+from cudasmith.store.runs import load_run
 
 from conftest import ROOT, SOLUTIONS
+from stored_runs import search
 
 WIDTH = 80
 
@@ -245,3 +252,22 @@ def test_show_piped_prints_the_reference_source_as_written() -> None:
     source = (ROOT / "src" / "cudasmith" / "tasks" / "suite" / "level3" / "gpt_forward.py").read_text()
     assert max(len(line) for line in source.splitlines()) > WIDTH, "a source with lines wider than 80 columns"
     assert source.rstrip() in piped("show", "level3/gpt_forward", "--device", "cpu")
+
+
+def test_one_table_style_for_every_command(tmp_path: Path) -> None:
+    """eval (a verdict, a session's summary), optimize's summary, report's leaderboard and device's table:
+    a rule under a header where there is one, and no box or vertical line anywhere."""
+    with RunStore(tmp_path / "runs.db") as store:
+        view = load_run(store, search(store))
+        summary = summarize(store, store.run(view.run.id))
+    peaks = DevicePeaks("CPU", "cpu", 20.0, {"float32": 0.5}, {"float32": 0.25}, 2**25)
+    texts = [
+        rendered(print_verdict, timed_verdict()),
+        rendered(print_summary, [timed_verdict(), timed_verdict()]),
+        rendered(print_optimize_summary, summary),
+        rendered(print_leaderboard, [view]),
+        rendered(print_device, {"name": "CPU", "cores": 2}, peaks),
+    ]
+    for text in texts:
+        assert not set(text) & set("│┃┆┊║╭╮╰╯┏┓┗┛┌┐└┘"), text
+    assert "s of judging summed over candidates (several at once)" in " ".join(texts[2].split())
