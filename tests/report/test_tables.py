@@ -271,3 +271,12 @@ def test_one_table_style_for_every_command(tmp_path: Path) -> None:
     for text in texts:
         assert not set(text) & set("│┃┆┊║╭╮╰╯┏┓┗┛┌┐└┘"), text
     assert "s of judging summed over candidates (several at once)" in " ".join(texts[2].split())
+
+
+def test_a_verdict_on_doubtful_peaks_says_its_matrix_sol_is_inflated() -> None:
+    verdict = timed_verdict()
+    verdict.peaks = DevicePeaks("CPU", "cpu", 20.0, {"float32": 0.03}, {"float32": 0.165}, 2**25)
+    text = " ".join(rendered(print_verdict, verdict).split())
+    assert "% SOL of matrix work inflated: float32 matrix units measured at 0.03 TFLOP/s" in text
+    verdict.peaks = DevicePeaks("CPU", "cpu", 20.0, {"float32": 0.15}, {"float32": 0.165}, 2**25)
+    assert "inflated" not in rendered(print_verdict, verdict)

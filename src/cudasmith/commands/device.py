@@ -40,7 +40,7 @@ def device_command(
     device = command_device(device, judging=False)  # first: a usage error comes before torch is imported
 
     from cudasmith.device import load_peaks, properties
-    from cudasmith.device.speed_of_light import doubts, ensure_peaks
+    from cudasmith.device.speed_of_light import ensure_peaks
 
     found = properties(device)
     if measure or remeasure:
@@ -56,7 +56,7 @@ def device_command(
             "properties": found,
             "peaks": peaks.to_dict() if peaks else None,
             "peaks_cached": cached,
-            "peaks_doubts": doubts(peaks) if peaks else [],
+            "peaks_doubts": peaks.doubts() if peaks else [],
             "launch_cost": launch if isinstance(launch, str) or launch is None else launch.to_dict(),
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

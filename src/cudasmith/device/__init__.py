@@ -31,6 +31,12 @@ PEAK_VERSION_KEYS = ("cudasmith", "torch", "cuda", "driver")
 # describes the CPU instead (commands.common.command_device).
 NO_GPU = "no CUDA GPU is visible here"
 NO_GPU_ERROR = f"{NO_GPU}; add --device cpu to use the CPU (where solutions are C kernels)"
+# A matrix product reaches well over half the FMA rate of the units it runs on, and runs on units at least
+# as fast as those (the same ones on a CPU, and for float32 on a GPU; tensor cores for the rest; cuBLAS's
+# float32 GEMM reaches about 80 % of an H200's FMA rate). A matrix rate below this share of the vector
+# rate of its dtype was disturbed: its long calls were preempted by other work (a loaded machine), while
+# the vector kernel's short ones were not. A % SOL of matrix work at such a rate would be inflated.
+MATRIX_MIN_SHARE_OF_VECTOR = 0.5
 
 
 def device_kind(device: str) -> str:
@@ -124,6 +130,16 @@ class DevicePeaks:
         """The best FLOP rate for a dtype (matrix or vector units), in TFLOP/s; None if not measured."""
         rates = [table[dtype] for table in (self.matrix_tflops, self.vector_tflops) if dtype in table]
         return max(rates) if rates else None
+
+    def doubts(self) -> list[str]:
+        """What in these rates the device cannot have done undisturbed, in words: each dtype whose matrix
+        units measured below MATRIX_MIN_SHARE_OF_VECTOR of its vector units."""
+        return [
+            f"{dtype} matrix units measured at {matrix:.3g} TFLOP/s, below {MATRIX_MIN_SHARE_OF_VECTOR:.0%} "
+            f"of its vector units' {vector:.3g}"
+            for dtype, matrix in self.matrix_tflops.items()
+            if (vector := self.vector_tflops.get(dtype)) and matrix < MATRIX_MIN_SHARE_OF_VECTOR * vector
+        ]
 
     def max_tflops(self) -> float:
         """The highest FLOP rate measured for any dtype, in TFLOP/s."""

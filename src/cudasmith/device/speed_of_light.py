@@ -221,11 +221,6 @@ def measure_peaks(device: str = "cuda") -> DevicePeaks:
 PEAK_REPEATS = 3
 PEAK_REPEATS_MAX = 5
 PEAKS_NOISY_SPREAD = 0.10
-# A matrix product reaches well over half the FMA rate of the units it runs on, and runs on units at least
-# as fast as those (the same ones on a CPU, and for float32 on a GPU; tensor cores for the rest; cuBLAS's
-# float32 GEMM reaches about 80 % of an H200's FMA rate). A matrix rate below this share of the vector
-# rate of its dtype was disturbed by other work: it is measured again, and never cached.
-MATRIX_MIN_SHARE_OF_VECTOR = 0.5
 
 
 def best_of(measurements: list[DevicePeaks]) -> DevicePeaks:
@@ -245,44 +240,28 @@ def best_of(measurements: list[DevicePeaks]) -> DevicePeaks:
     )
 
 
-def doubts(peaks: DevicePeaks) -> list[str]:
-    """What in measured peaks the device cannot have done on its own, in words: each dtype whose matrix
-    units measured below MATRIX_MIN_SHARE_OF_VECTOR of its vector units (a % SOL would be inflated)."""
-    return [
-        f"{dtype} matrix units measured at {matrix:.3g} TFLOP/s, below {MATRIX_MIN_SHARE_OF_VECTOR:.0%} of its "
-        f"vector units' {vector:.3g}"
-        for dtype, matrix in peaks.matrix_tflops.items()
-        if (vector := peaks.vector_tflops.get(dtype)) and matrix < MATRIX_MIN_SHARE_OF_VECTOR * vector
-    ]
-
-
 def confirmed(measurements: list[DevicePeaks]) -> bool:
-    """Whether the best bandwidth was measured twice, within PEAKS_NOISY_SPREAD of each other, and the
-    best rates leave no doubt (see `doubts`)."""
+    """Whether the best bandwidth was measured twice, within PEAKS_NOISY_SPREAD of each other."""
     rates = sorted((m.memory_gb_per_s for m in measurements), reverse=True)
-    agree = len(rates) > 1 and rates[0] > 0 and (rates[0] - rates[1]) / rates[0] <= PEAKS_NOISY_SPREAD
-    return agree and not doubts(best_of(measurements))
-
-
-def kept_peaks(device: str | None = None, name: str | None = None) -> DevicePeaks | None:
-    """The peaks cached for a device (as `load_peaks` finds them) where they leave no doubt; None otherwise,
-    and then they are measured again (a cache written before `doubts` was checked may hold such)."""
-    cached = load_peaks(device, name)
-    return cached if cached is not None and not doubts(cached) else None
+    return len(rates) > 1 and rates[0] > 0 and (rates[0] - rates[1]) / rates[0] <= PEAKS_NOISY_SPREAD
 
 
 def ensure_peaks(
     device: str | None = None, remeasure: bool = False, repeats: int = PEAK_REPEATS
 ) -> DevicePeaks:
     """The device's peaks from the cache, else measured `repeats` times or more (seconds each): the best
-    of them, cached only when a second measurement confirms the best and they leave no doubt (see
-    PEAK_REPEATS_MAX and `doubts`)."""
+    of them, cached only when a second measurement confirms the best (see PEAK_REPEATS_MAX). Rates that
+    leave a doubt (DevicePeaks.doubts: matrix units far below the vector units) are measured again too,
+    up to PEAK_REPEATS_MAX; still doubtful, they are kept all the same, and flagged wherever shown
+    (`cudasmith device --remeasure` takes them again)."""
     device = usable_device(device)
-    cached = None if remeasure else kept_peaks(device)
+    cached = None if remeasure else load_peaks(device)
     if cached is not None:
         return cached
     measurements = [measure_peaks(device) for _ in range(max(1, repeats))]
-    while not confirmed(measurements) and len(measurements) < max(repeats, PEAK_REPEATS_MAX):
+    while (not confirmed(measurements) or best_of(measurements).doubts()) and len(measurements) < max(
+        repeats, PEAK_REPEATS_MAX
+    ):
         measurements.append(measure_peaks(device))
     peaks = best_of(measurements)
     if confirmed(measurements):

@@ -13,8 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cudasmith.device import DevicePeaks
-from cudasmith.device.speed_of_light import kept_peaks
+from cudasmith.device import DevicePeaks, load_peaks
 from cudasmith.errors import HarnessError
 from cudasmith.harness.lease import Hold, TimingLease
 from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
@@ -192,7 +191,7 @@ class Oracle:
     def _measure_peaks(self, hold: Hold, remeasure: bool, progress: Callable[[str], None]) -> None:
         # Peaks measured before (and sealed by the judge) are read here: no window, no worker, no words
         # about measuring what is not measured.
-        kept = None if remeasure else kept_peaks(name=self.loaded().device_name)
+        kept = None if remeasure else load_peaks(name=self.loaded().device_name)
         if kept is not None:
             self.peaks = kept
             return

@@ -30,8 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cudasmith.device import default_device, software_versions, usable_device
-from cudasmith.device.speed_of_light import kept_peaks
+from cudasmith.device import default_device, load_peaks, software_versions, usable_device
 from cudasmith.errors import CudasmithError
 from cudasmith.harness.assemble import as_given, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
@@ -192,7 +191,7 @@ class Judge:
         described = self.oracle.described
         selected, self.skipped = select_configs(self.problem, described, self.options.device)
         # Configs whose check would take too long: announced before it starts, or not checked at all.
-        peaks = kept_peaks(name=self.device_name)
+        peaks = load_peaks(name=self.device_name)
         rate = None if peaks is None else peaks.memory_gb_per_s
         self.selected, beyond, self.announced = within_time(
             self.problem, selected, described, self.options, rate

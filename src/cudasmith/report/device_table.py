@@ -8,7 +8,7 @@ from rich.console import Console
 
 from cudasmith.device import DevicePeaks
 from cudasmith.device.launch_cost import LaunchCost
-from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD, doubts
+from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD
 from cudasmith.report.formats import output_console, plain_table, titled
 
 # How each property is shown: its label and how its value is written.
@@ -39,7 +39,7 @@ def print_device(
 
     `launch`: the calibrated launch cost, or why there is none (GPU only); `cached`: False when the
     peaks' repeated measurements disagreed, so that they were not kept for verdicts. Rates the device
-    cannot have measured undisturbed (speed_of_light.doubts) are flagged.
+    cannot have measured undisturbed (DevicePeaks.doubts) are flagged.
     """
     console = console or output_console()
     table = plain_table(show_header=False)
@@ -67,11 +67,11 @@ def print_device(
         console.print(titled("FLOP rates (measured)", rates))
         versions = ", ".join(f"{k} {v}" for k, v in peaks.versions.items() if v)
         console.print(f"[dim]measured {peaks.measured_at} in {peaks.seconds:.1f} s with {versions}[/]")
-        doubtful = doubts(peaks)
+        doubtful = peaks.doubts()
         for doubt in doubtful:
             console.print(
-                f"[yellow]doubtful: {doubt} (other work disturbed the measurement); never cached, "
-                "measured again next time[/]"
+                f"[yellow]doubtful: {doubt} (other work disturbed the measurement): a % SOL of matrix work "
+                "is inflated; `cudasmith device --remeasure` measures again[/]"
             )
         if not cached and not doubtful:
             console.print(

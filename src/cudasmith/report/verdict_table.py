@@ -118,6 +118,10 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
         graph = ", CUDA-graph replays" if verdict.timing.launch == "graph" else ""
         sol = "; % SOL: of this device's measured peaks (cudasmith device)" if verdict.peaks else ""
         console.print(f"[dim]timed with {verdict.timing.l2_state} L2{graph}{sol}[/]")
+        for doubt in verdict.peaks.doubts() if verdict.peaks else []:
+            console.print(
+                f"[yellow]% SOL of matrix work inflated: {escape(doubt)} (cudasmith device --remeasure)[/]"
+            )
     for skipped in verdict.skipped_configs:
         console.print(f"[dim]skipped config {skipped.index}: {escape(skipped.reason)}[/]")
     for note in verdict.notes:
