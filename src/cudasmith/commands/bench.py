@@ -189,7 +189,7 @@ def bench_command(
             with bench_progress() as (progress, on_verdict):
                 result = bench_folder(opened, found, from_dir, options, resume, progress, on_verdict, lanes)
         view = load_run(opened, result.run_id)
-        layout = view.run.options.get("layout")
+        layout = str(view.run.options.get("layout") or "")
         kernels = rejudged(opened.candidates(result.run_id)) if layout else []
     rejudge = summarize_rejudge(kernels).to_dict() if kernels else None
     if as_json:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from typer import Abort
@@ -53,11 +54,20 @@ class CudasmithGroup(TyperGroup):
     TASK as `TASK <str>`; here flags show no value and arguments their name alone, on every command.
     Its usage errors are one line (`error: …`, exit code 2), never Typer's framed box."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        given = (args, prog_name, complete_var, False, windows_expand_args)
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(*given, **extra)
         try:
-            result = super().main(*args, standalone_mode=False, **kwargs)
+            result = super().main(*given, **extra)
         except ClickException as error:
             # `cudasmith` alone has printed its help already (no_args_is_help); it says nothing more.
             if type(error).__name__ != "NoArgsIsHelpError":

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.markup import escape
@@ -186,7 +186,7 @@ def print_rejudge(kernels: list[RejudgedKernel], console: Console, layout: str =
     table = plain_table()
     columns = _columns(kernels, layout)
     for name, _ in columns:
-        justify = "right" if "speedup" in name or "share" in name else "left"
+        justify: Literal["left", "right"] = "right" if "speedup" in name or "share" in name else "left"
         table.add_column(name, no_wrap=name not in WRAPPING_COLUMNS, overflow="fold", justify=justify)
     for kernel in kernels:
         table.add_row(*(escape(cell(kernel)) for _, cell in columns))

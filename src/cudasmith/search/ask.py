@@ -126,6 +126,7 @@ def _candidates(search: Search) -> list[JudgedAnswer]:
     completions = {c.id: c for call in store.calls(run_id, "propose") for c in call.completions}
     found = []
     for record in store.candidates(run_id):
+        assert record.completion_id is not None, "every candidate of an ask comes from an answer"
         answer = completions[record.completion_id]
         parse = record.parse
         parsed = ParsedAnswer(
