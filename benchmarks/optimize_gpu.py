@@ -120,7 +120,8 @@ def main() -> int:
                 print(f"  {key}: {best.meta[key]}")
     judge, calls = summary.judge, summary.llm.calls if summary.llm else 0
     print(
-        f"judge busy {judge.busy_s:.1f} s; idle waiting for answers {judge.idle_waiting_s:.1f} s "
+        f"judging {judge.candidate_s:.1f} s summed over candidates; "
+        f"idle waiting for answers {judge.idle_waiting_s:.1f} s "
         f"(answers took {args.latency:g} s each; {calls} calls)"
     )
     found = best is not None and FASTEST in (best.source or "")

@@ -3,6 +3,7 @@ and every fact of a device in one `Device`, read once."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 from collections.abc import Mapping
@@ -31,6 +32,18 @@ def device_name(device: str) -> str:
 
         return torch.cuda.get_device_name(torch.device(device))
     return f"{cpu_name()} ({os.cpu_count()} cores)"
+
+
+def no_gpu_here() -> bool:
+    """Whether this process can tell, without torch, that it has no GPU: CUDA_VISIBLE_DEVICES hides every
+    one, or there is no CUDA driver to load. False: only torch (or the driver, initialised) can tell."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
+        return True
+    try:  # loading the library initialises nothing: no context, nothing a later fork or torch minds
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return True
+    return False
 
 
 def driver_gpu_count() -> int | None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,8 @@ from typer.testing import CliRunner
 
 from cudasmith.cli import app
 from cudasmith.runtime.cache import cache_dir, cache_usage, clear_cache
+
+from conftest import PROBLEMS, SOLUTIONS
 
 
 @pytest.fixture
@@ -75,3 +80,32 @@ def test_an_unknown_kind_is_a_usage_error(cache: Path) -> None:
     assert (
         code == 2 and "no cache kind 'kernels'; the kinds are cuda, cpu, extensions, baselines, device" in err
     )
+
+
+@pytest.mark.slow
+def test_a_judged_solutions_compile_c_library_is_where_the_cache_says(tmp_path: Path) -> None:
+    """After an eval of a compile_c solution, `cache` finds its library in extensions/ and says so."""
+    env = {**os.environ, "CUDASMITH_CACHE": str(tmp_path)}
+    args = ["--problem", str(PROBLEMS / "add_small.py"), "--device", "cpu", "--no-timing", "--seeds", "1"]
+    judged = subprocess.run(
+        [sys.executable, "-m", "cudasmith", "eval", str(SOLUTIONS / "vector_add_cpu.py"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert judged.returncode == 0, judged.stderr
+    libraries = list((tmp_path / "extensions").rglob("*.so"))
+    assert libraries, "the solution's compile_c library is kept in its own folder under extensions/"
+    listed = subprocess.run(
+        [sys.executable, "-m", "cudasmith", "cache", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    kinds = {k["kind"]: k for k in json.loads(listed.stdout)["kinds"]}
+    assert kinds["extensions"]["files"] >= len(libraries) and "compile_c" in kinds["extensions"]["holds"]
+    assert kinds["baselines"]["files"] == 0, "nothing timed, so no baseline kept"
+    assert "kept only when timed quietly" in kinds["baselines"]["holds"], "and the table says when one is"

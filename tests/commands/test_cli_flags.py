@@ -15,8 +15,8 @@ from typer.core import TyperGroup, TyperOption
 from typer.testing import CliRunner
 
 from cudasmith.cli import COMMANDS, app
-from cudasmith.commands.common import NO_GPU
 from cudasmith.commands.judging import SEEDS_PER_CONFIG, JudgeFlags
+from cudasmith.device import NO_GPU, NO_GPU_ERROR
 from cudasmith.harness import options as harness_options
 from cudasmith.harness.options import EvalOptions
 
@@ -108,10 +108,10 @@ def test_the_judging_flags_become_eval_options_checked_once() -> None:
     assert (built.baselines, built.l2_state) == (("eager", "compile"), "hot")
     assert flags.given() == ["--device", "--seeds", "--time-limit", "--memory-limit", "--baselines", "--l2"]
     for bad, message in (
-        (JudgeFlags(device="cpu", seeds=0), "--seeds 1 or more"),
-        (JudgeFlags(device="cpu", rules="loose"), "the rules must be one of"),
-        (JudgeFlags(device="cpu", l2="warm"), "the L2 state must be one of"),
-        (JudgeFlags(device="tpu"), "device must be 'cuda', 'cuda:N' or 'cpu'"),
+        (JudgeFlags(device="cpu", seeds=0), "--seeds must be at least 1"),
+        (JudgeFlags(device="cpu", rules="loose"), "--rules must be strict or kernelbench, not 'loose'"),
+        (JudgeFlags(device="cpu", l2="warm"), "--l2 must be cold or hot, not 'warm'"),
+        (JudgeFlags(device="tpu"), "--device must be 'cuda', 'cuda:N' or 'cpu'"),
     ):
         with pytest.raises(Exception, match=message):
             bad.options()
@@ -126,10 +126,7 @@ def test_seeds_below_one_is_one_error_in_every_judging_command(command: str, tmp
         "bench": [str(tmp_path), "--store", str(tmp_path / "r.db")],
     }[command]
     code, _, err = invoke(command, *args, "--device", "cpu", "--seeds", "0")
-    assert (
-        code == 2
-        and err.strip() == "error: at least one input set per config must be checked (--seeds 1 or more)"
-    )
+    assert code == 2 and err.strip() == "error: --seeds must be at least 1 (input sets checked per config)"
 
 
 @needs_no_gpu
@@ -148,7 +145,7 @@ def test_without_a_gpu_every_judging_command_refuses_with_one_message(
     monkeypatch.chdir(tmp_path)
     code, out, err = invoke(*args)
     assert code == 2 and out == ""
-    assert err.strip() == f"error: {NO_GPU}; add --device cpu to judge on the CPU (C kernels)"
+    assert err.strip() == f"error: {NO_GPU_ERROR}"
     assert list(tmp_path.iterdir()) == [], "nothing written"
 
 

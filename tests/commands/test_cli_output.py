@@ -96,6 +96,16 @@ def test_an_error_wraps_at_the_terminal_and_stays_one_line_when_piped(tmp_path: 
     assert piped.returncode == 2 and piped.stderr.strip() == f"error: solution file not found: {missing}"
 
 
+def test_show_in_a_terminal_leaves_the_source_unwrapped(tmp_path: Path) -> None:
+    """The terminal wraps a long line of the reference for the eye; no newline is written into it, so
+    that code copied from the terminal still runs."""
+    source = (ROOT / "src" / "cudasmith" / "tasks" / "suite" / "level3" / "gpt_forward.py").read_text()
+    long_lines = [line for line in source.splitlines() if len(line) > WIDTH]
+    code, written = in_a_terminal(["show", "level3/gpt_forward", "--device", "cpu"], tmp_path)
+    assert code == 0 and long_lines, written
+    assert all(line in written.splitlines() for line in long_lines), written
+
+
 def test_help_flows_to_the_terminal_width() -> None:
     """Docstrings break lines where the source does; the help must not."""
     assert (

@@ -15,7 +15,12 @@ from typer.testing import CliRunner
 
 import cudasmith
 from cudasmith.cli import app
-from cudasmith.commands.judging import FirstCallExtraOption, LoadTimeLimitOption, TimeLimitOption
+from cudasmith.commands.judging import (
+    ConfigTimeLimitOption,
+    FirstCallExtraOption,
+    LoadTimeLimitOption,
+    TimeLimitOption,
+)
 from cudasmith.errors import UsageError
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import Verdict
@@ -76,6 +81,7 @@ def test_time_limit_help_states_the_harness_defaults() -> None:
     for option, seconds in (
         (LoadTimeLimitOption, defaults.load_timeout_s),
         (FirstCallExtraOption, defaults.first_call_extra_s),
+        (ConfigTimeLimitOption, defaults.config_time_limit_s),
     ):
         help_text = option.__metadata__[0].help
         assert re.search(rf"\[default: {seconds:g}\]", help_text), help_text

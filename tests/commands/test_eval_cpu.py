@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 import cudasmith
 from cudasmith import EvalOptions, evaluate
+from cudasmith.device import DevicePeaks, save_peaks, software_versions
+from cudasmith.hardware import device_name
 from cudasmith.report.verdict_table import print_verdict
 from cudasmith.tasks import load_task
 
@@ -174,10 +177,42 @@ def test_a_problem_too_large_for_the_worker_says_its_size_and_the_option_once() 
     options = ("--device", "cpu", "--no-timing", "--memory-limit", "0.75")
     result = run_cli("eval", solution, "--problem", problem, *options)
     assert result.returncode == 2, result.stderr
-    error = " ".join(without_progress(result.stderr).split())
+    # Besides the progress lines, the estimate of the config's check (check_time.py) may come first.
+    said = [line for line in without_progress(result.stderr).splitlines() if not line.startswith("warning: ")]
+    error = " ".join(" ".join(said).split())
     assert error.startswith("error: config 0 {'n': 67108864} (512 MiB in, 256 MiB out"), error
     assert "host memory limit of 768 MiB; --memory-limit raises it" in error
     assert error.count("memory") == 2 and error.count("running the reference") == 0
+
+
+@pytest.mark.slow
+def test_peaks_measured_before_are_read_without_a_word_of_measuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
+    rates = ({"float32": 0.5}, {"float32": 0.25})
+    save_peaks(DevicePeaks(device_name("cpu"), "cpu", 20.0, *rates, 2**25, versions=software_versions()))
+    solution, problem = SOLUTIONS / "optimize" / "add_fast.py", PROBLEMS / "add_small.py"
+    done = run_cli(
+        "eval", str(solution), "--problem", str(problem), "--device", "cpu", "--seeds", "1", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "timing eager PyTorch" in done.stderr, "the progress lines are there"
+    assert "measuring" not in done.stderr, done.stderr
+    assert json.loads(done.stdout)["peaks"]["measured_at"] == "", "the verdict used the kept peaks"
+
+
+@pytest.mark.slow
+def test_errors_name_the_solution_as_given_never_its_scratch_copy() -> None:
+    solutions = [SOLUTIONS / "python_syntax_error.py", SOLUTIONS / "raises_in_forward.py"]
+    options = ("--problem", str(PROBLEMS / "add_small.py"), "--device", "cpu", "--no-timing", "--seeds", "1")
+    done = run_cli("eval", *map(str, solutions), *options, "--json")
+    assert done.returncode == 1, done.stderr
+    verdicts = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [v["status"] for v in verdicts] == ["compile_error", "runtime_error"]
+    for verdict, path in zip(verdicts, solutions, strict=True):
+        assert "cudasmith-scratch" not in json.dumps(verdict), "the judge's scratch folder is never shown"
+        assert f'File "{path}", line ' in verdict["artifacts"]["traceback"], verdict["artifacts"]
 
 
 def test_a_compile_error_keeps_the_whole_compiler_log() -> None:

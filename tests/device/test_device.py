@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,54 @@ def test_peaks_are_the_best_of_repeats_and_an_unconfirmed_best_is_not_cached(
     monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(bursts))
     confirmed = speed_of_light.ensure_peaks("cpu", remeasure=True)
     assert confirmed.memory_gb_per_s == 70.0 and load_peaks("cpu", name="CPU") == confirmed
+
+
+def _disturbed(bandwidth: float, matrix: float) -> DevicePeaks:
+    """A CPU's measurement with its float32 vector units at 0.165 TFLOP/s and its matrix units at `matrix`."""
+    return DevicePeaks("CPU", "cpu", bandwidth, {"float32": matrix}, {"float32": 0.165}, 32 * 2**20,
+                       versions=software_versions())  # fmt: skip
+
+
+def test_matrix_units_slower_than_half_the_vector_units_are_measured_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cudasmith.device import speed_of_light
+
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
+    # Bandwidths agree from the start; the matrix rate is disturbed until the fourth measurement.
+    taken = iter(
+        [_disturbed(100.0, 0.0295), _disturbed(99.0, 0.03), _disturbed(99.5, 0.02), _disturbed(98.0, 0.3)]
+    )
+    monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(taken))
+    best = speed_of_light.ensure_peaks("cpu", remeasure=True)
+    assert best.matrix_tflops["float32"] == 0.3 and not best.doubts()
+    assert load_peaks("cpu", name="CPU") == best, "kept once the matrix rate was measured undisturbed"
+    # Disturbed in every measurement allowed (five): kept, flagged, and not measured again at each session.
+    always = iter([_disturbed(100.0, 0.03)] * speed_of_light.PEAK_REPEATS_MAX)
+    monkeypatch.setattr(speed_of_light, "measure_peaks", lambda device: next(always))
+    doubtful = speed_of_light.ensure_peaks("cpu", remeasure=True)
+    assert doubtful.doubts() == [
+        "float32 matrix units measured at 0.03 TFLOP/s, below 50% of its vector units' 0.165"
+    ]
+    assert next(always, None) is None, "every measurement allowed was taken"
+    assert load_peaks("cpu", name="CPU") == doubtful
+
+
+def test_the_device_command_flags_doubtful_peaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cudasmith.hardware import device_name
+
+    monkeypatch.setenv("CUDASMITH_CACHE", str(tmp_path))
+    save_peaks(replace(_disturbed(20.0, 0.0295), device=device_name("cpu")))
+    table = run_cli("device", "--device", "cpu", "--no-measure")
+    assert table.returncode == 0, table.stderr
+    flagged = [line for line in table.stdout.splitlines() if line.startswith("doubtful: ")]
+    assert flagged == [
+        "doubtful: float32 matrix units measured at 0.0295 TFLOP/s, below 50% of its vector units' 0.165 "
+        "(other work disturbed the measurement): a % SOL of matrix work is inflated; `cudasmith device "
+        "--remeasure` measures again"
+    ], table.stdout
+    assert "│" not in table.stdout and "┃" not in table.stdout, "the one table style: no vertical lines"
+    document = json.loads(run_cli("device", "--device", "cpu", "--no-measure", "--json").stdout)
+    assert document["peaks_doubts"] == [
+        "float32 matrix units measured at 0.0295 TFLOP/s, below 50% of its vector units' 0.165"
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -81,6 +82,29 @@ def openai_env(server: FakeLLMServer) -> dict[str, str]:
 
 
 @pytest.mark.slow
+def test_ask_skips_a_repeated_answer_as_optimize_does(server: FakeLLMServer, tmp_path: Path) -> None:
+    """The third answer repeats the second (its layout aside): never judged, never the best."""
+    again = ANSWERS[0].replace("    ", "  ")
+    server.push(Reply(openai_body(ANSWERS[1], ANSWERS[0], again)))
+    args = ["--model", "openai:fake-coder", "-n", "3", *QUICK, "--store", str(tmp_path / "runs.db")]
+    result = invoke("ask", "level1/softmax", *args, env=openai_env(server))
+    assert result.returncode == 0, result.stderr
+    assert "1 of 3 correct (1 skipped as repeats of earlier answers)" in result.stdout, result.stdout
+    run_dir = Path(re.search(r"kept in (\S+)/ \(replay", result.stdout).group(1))  # type: ignore[union-attr]
+    report = json.loads((run_dir / "summary.json").read_text())
+    wrong, first, repeat = report["candidates"]
+    assert (wrong["verdict"]["status"], first["verdict"]["status"]) == ("incorrect", "correct")
+    assert repeat["verdict"] is None and repeat["skipped"] == f"a duplicate of candidate {first['candidate']}"
+    assert report["best"] == first["candidate"]
+    row = next(
+        line.split() for line in result.stdout.splitlines() if line.startswith(f"{repeat['candidate']} ")
+    )
+    assert row[1] == "skipped" and " ".join(row).endswith(f"a duplicate of candidate {first['candidate']}")
+    assert (run_dir / f"candidate_{repeat['candidate']}.py").is_file(), "its code is kept all the same"
+    assert not (run_dir / f"candidate_{repeat['candidate']}.verdict.json").exists()
+
+
+@pytest.mark.slow
 def test_ask_judges_every_answer_and_the_run_replays(server: FakeLLMServer, tmp_path: Path) -> None:
     server.push(Reply(openai_body(*ANSWERS, prompt_tokens=3000, completion_tokens=900)))
     model = ["--model", "openai:fake-coder", "-n", "3"]
@@ -98,7 +122,8 @@ def test_ask_judges_every_answer_and_the_run_replays(server: FakeLLMServer, tmp_
     report = json.loads(result.stdout)
     candidates = report["candidates"]
     assert [c["verdict"]["status"] for c in candidates] == ["correct", "incorrect", "compile_error"]
-    assert report["best"] == 0
+    first, wrong, empty = (c["candidate"] for c in candidates)
+    assert report["best"] == first
     assert "values differ" in candidates[1]["verdict"]["reason"]
     assert candidates[2]["verdict"]["reason"] == "no solution in the answer: the answer holds no code"
     assert report["usage"]["input_tokens"] == 3000 and report["usage"]["output_tokens"] == 900
@@ -111,10 +136,10 @@ def test_ask_judges_every_answer_and_the_run_replays(server: FakeLLMServer, tmp_
     assert "compile_c" in prompt
 
     run_dir = Path(report["run_dir"])
-    assert (run_dir / "candidate_0.py").read_text() == CORRECT
-    assert not (run_dir / "candidate_2.py").exists()
-    assert (run_dir / "candidate_2.response.md").read_text() == ANSWERS[2]
-    assert json.loads((run_dir / "candidate_1.verdict.json").read_text())["status"] == "incorrect"
+    assert (run_dir / f"candidate_{first}.py").read_text() == CORRECT
+    assert not (run_dir / f"candidate_{empty}.py").exists()
+    assert (run_dir / f"candidate_{empty}.response.md").read_text() == ANSWERS[2]
+    assert json.loads((run_dir / f"candidate_{wrong}.verdict.json").read_text())["status"] == "incorrect"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["candidates"][0]["verdict"]["status"] == "correct"
     assert KEY not in "".join(p.read_text() for p in run_dir.iterdir())

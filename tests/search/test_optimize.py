@@ -135,10 +135,20 @@ def test_fsr_finds_the_fast_kernel_and_feeds_failures_and_parent_forward(
         assert "undeclared_offset" in prompt and "no solution in the answer" in prompt, "the failures"
         assert "It computes a wrong answer" in prompt
 
+    assert summary["best"]["round"] == 2, "the fast kernel came in round 2 of 2, as the panel counts"
+    assert "judge" in summary and summary["judge"]["candidate_s"] > 0
     with RunStore(tmp_path / "runs.db") as store:
         [run] = store.runs()
         candidates = store.candidates(run.id)
         winner = next(c for c in candidates if c.source == FAST)
+        # One file per candidate in the run's folder, named by the number the summary gives it.
+        folder = tmp_path / run.id
+        assert summary["best"]["candidate"] == winner.id
+        assert (folder / f"candidate_{winner.id}.py").read_text() == FAST
+        for candidate in candidates:
+            assert (folder / f"candidate_{candidate.id}.response.md").is_file()
+            assert (folder / f"candidate_{candidate.id}.py").is_file() == (candidate.source is not None)
+            assert (folder / f"candidate_{candidate.id}.verdict.json").is_file()
         [turn_one, turn_two] = store.chain(winner.id)
         assert "a[i] - b[i]" in str(turn_one.source) and turn_two.status == "correct"
         assert "a[i] - b[i]" in turn_two.messages[1]["content"], "the chain links prompt to parent"
@@ -267,10 +277,14 @@ def test_resume_after_kill_9_repeats_no_stored_call_and_no_stored_verdict(
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads(resumed.stdout)
     assert summary["counts"] == {"compile_error": 3, "correct": 1, "incorrect": 1, "skipped": 1}
+    lines = [line for line in resumed.stderr.splitlines() if "judged" in line and "best" in line]
+    assert lines and all(line.startswith("optimize add_small: round ") for line in lines), resumed.stderr
     requests = [user_prompt(s) for s in server.seen]
     assert len(requests) == 7, "3 before the kill, the unanswered one again, then round 1"
     assert requests[3] == requests[2], "the unanswered call is sent again as it was stored"
     with RunStore(store) as opened:
+        [repeat] = [c for c in opened.candidates(run.id) if c.skipped]
+        assert (tmp_path / run.id / f"candidate_{repeat.id}.py").read_text() == FAST, "a repeat's file too"
         hashes = [v.code_hash for v in opened.verdicts(run.id) if v.code_hash]
         assert len(hashes) == len(set(hashes)) == 2, "no verdict judged twice"
         assert judged_before <= set(hashes)

@@ -110,6 +110,8 @@ def judge_pending(
     loaded: dict[str, Problem] = {}
     name = device_name(options.device)
     to_judge: list[tuple[CandidateRecord, Job, CacheKey]] = []
+    if progress:  # the total first: verdicts read from the cache are counted against it
+        progress("reading the store's cache", done, len(candidates))
     for candidate in sorted(pending, key=lambda c: c.meta["task"]):
         problem = _problem(candidate, loaded)
         key = cache_key(problem, options, name)

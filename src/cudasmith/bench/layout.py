@@ -18,7 +18,7 @@ from typing import Any
 
 from cudasmith.errors import ProblemError, UsageError
 from cudasmith.tasks.directory import DOWNLOAD_MARKERS, DOWNLOAD_REASON, problem_files
-from cudasmith.tasks.problem import Problem, list_task_names, load_problem, load_task
+from cudasmith.tasks.problem import Problem, close_names, list_task_names, load_problem, load_task
 
 KERNELBENCH_KERNEL = re.compile(r"level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py")
 KERNELBENCH_RESULTS = "eval_results.json"
@@ -93,12 +93,25 @@ def _suite_folder(root: Path, files: list[Path]) -> SolutionFolder:
             found.problems[task] = load_task(task)
         found.submissions.append(Submission(task, path, samples.get(task, 0)))
         samples[task] = samples.get(task, 0) + 1
+    if not found.submissions and (unknown := named_after_no_task(found)):
+        raise UsageError(f"{unknown}; rename it (solutions go in TASK_NAME/*.py, e.g. level1/softmax/a.py)")
     if not found.submissions:
         raise UsageError(
             f"no solutions for built-in tasks under {root}: expected TASK_NAME/*.py (e.g. level1/softmax/a.py) "
             "or KernelBench's level_L_problem_ID_sample_K_kernel.py with --from"
         )
     return found
+
+
+def named_after_no_task(found: SolutionFolder) -> str | None:
+    """In a folder of the suite's layout, the first folder named after no built-in task, with the task
+    names close to it (a typo: `level1/softmaxx`), as a clause of an error; None when every folder names one."""
+    if found.layout != "suite" or not found.unmatched:
+        return None
+    unknown = sorted({path.parent.relative_to(found.root).as_posix() for path, _ in found.unmatched})
+    hint = close_names(unknown[0], list_task_names()).removesuffix(" ")
+    more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+    return f"{found.root / unknown[0]}{more} is named after no built-in task" + (f"; {hint}" if hint else "")
 
 
 @dataclass(frozen=True)

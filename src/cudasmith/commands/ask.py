@@ -16,6 +16,7 @@ from cudasmith.commands.options import (
     ModelOption,
     StoreOption,
     TaskFlags,
+    at_least_one,
     for_a_task,
 )
 from cudasmith.commands.prompt import PromptFlags, prompting
@@ -44,13 +45,21 @@ def ask_command(
 
     Example: [bold]cudasmith ask level1/softmax --model openai:gpt-5-mini -n 4 --device cpu[/]
     """
+    from cudasmith.llm import check_model
     from cudasmith.llm.config import load_llm_config
+
+    # Usage errors first, with nothing of torch imported: they come at once.
+    task_flags.check()
+    judge.check()
+    at_least_one(n=n)
+    settings = load_llm_config(prompt_flags.config, budget_usd=budget)
+    check_model(model or settings.default_model(), settings)
+
     from cudasmith.report.progress import judge_progress
     from cudasmith.search.ask import ask
 
     loaded = task_flags.load()
     options = judge.options()
-    settings = load_llm_config(prompt_flags.config, budget_usd=budget)
     with store_to_write(store) as where, judge_progress(bar=not as_json) as progress:
         result = ask(
             loaded,

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from cudasmith.commands.common import stderr
 from cudasmith.commands.judging import JudgeFlags, judging
@@ -26,6 +25,7 @@ from cudasmith.commands.options import (
     StoreOption,
     StrategyOption,
     TasksOption,
+    at_least_one,
     in_lanes,
 )
 from cudasmith.commands.store import existing_store, store_to_write
@@ -61,19 +61,44 @@ def _bench_model(
 def _solution_folder(folder: Path, kernelbench: Path | None, skip_unknown: bool) -> SolutionFolder:
     """The folder's submissions; a folder named after no task stops the bench before any judging,
     unless --skip-unknown (then it is listed as not judged)."""
-    from cudasmith.bench.layout import discover
-    from cudasmith.tasks.problem import close_names, list_task_names
+    from cudasmith.bench.layout import discover, named_after_no_task
 
     found = discover(folder, kernelbench)
-    if found.layout != "suite" or not found.unmatched or skip_unknown:
+    unknown = named_after_no_task(found)
+    if unknown is None or skip_unknown:
         return found
-    unknown = sorted({path.parent.relative_to(found.root).as_posix() for path, _ in found.unmatched})
-    hint = close_names(unknown[0], list_task_names())
-    more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-    raise UsageError(
-        f"{folder}/{unknown[0]}{more} is named after no built-in task; {hint}"
-        "rename it, or add --skip-unknown to judge the rest"
-    )
+    raise UsageError(f"{unknown}; rename it, or add --skip-unknown to judge the rest")
+
+
+def _check_cheaply(
+    folder: Path | None,
+    model: list[str] | None,
+    level: str | None,
+    task: list[str] | None,
+    from_dir: Path | None,
+    config: Path | None,
+    n: int | None,
+    depth: int | None,
+    resume: str | None,
+    judge: JudgeFlags,
+) -> None:
+    """What bench can check before torch is imported: the judging flags, the counts, the models and
+    their keys, the built-in tasks named, that the folder is there."""
+    from cudasmith.bench.tasks import check_tasks
+    from cudasmith.llm import check_model, load_llm_config
+
+    at_least_one(n=n, depth=depth)
+    if resume is not None:
+        return
+    judge.check()
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"solution folder not found: {folder}")
+    if model:
+        if from_dir is None:
+            check_tasks(level, task or [])
+        llm_config = load_llm_config(config)
+        for spec in model:
+            check_model(spec, llm_config)
 
 
 @judging
@@ -121,17 +146,7 @@ def bench_command(
     Examples: [bold]cudasmith bench runs/my_run --from KernelBench[/] ·
     [bold]cudasmith bench --model openai:gpt-5-mini --level level1 -n 4[/]
     """
-    from cudasmith.bench.folder import FOLDER_STRATEGY, bench_folder
-    from cudasmith.harness.options import EvalOptions
-    from cudasmith.llm import load_llm_config
-    from cudasmith.report.bench_progress import bench_progress
-    from cudasmith.report.leaderboard import print_leaderboard, print_run_details
-    from cudasmith.report.rejudge import print_rejudge, rejudged, summarize_rejudge
-    from cudasmith.search.config import SearchSettings, load_optimize_config
-    from cudasmith.store import RunStore
-    from cudasmith.store.runs import load_run
-    from cudasmith.wording import plural
-
+    # Usage errors first, with nothing of torch imported: they come at once.
     if resume is not None:
         also = (["FOLDER"] if folder else []) + (["--task", "--level"] if task or level else [])
         judge.refuse_with_resume(also, "tasks")
@@ -139,6 +154,20 @@ def bench_command(
         raise UsageError("give a folder of solutions or --model, not both")
     if folder is not None and (level is not None or task):
         raise UsageError("--level and --task choose tasks for --model; a folder's files name their tasks")
+    _check_cheaply(folder, model, level, task, from_dir, config, n, depth, resume, judge)
+
+    from cudasmith.bench.folder import FOLDER_STRATEGY, bench_folder
+    from cudasmith.harness.options import EvalOptions
+    from cudasmith.llm import load_llm_config
+    from cudasmith.report.bench_progress import bench_progress
+    from cudasmith.report.formats import output_console
+    from cudasmith.report.leaderboard import print_leaderboard, print_run_details
+    from cudasmith.report.rejudge import print_rejudge, rejudged, summarize_rejudge
+    from cudasmith.search.config import SearchSettings, load_optimize_config
+    from cudasmith.store import RunStore
+    from cudasmith.store.runs import load_run
+    from cudasmith.wording import plural
+
     lanes = lane_flags.lanes()
     options = None if resume is not None else judge.options()
     found = None if folder is None else _solution_folder(folder, from_dir, skip_unknown)
@@ -161,16 +190,17 @@ def bench_command(
             with bench_progress() as (progress, on_verdict):
                 result = bench_folder(opened, found, from_dir, options, resume, progress, on_verdict, lanes)
         view = load_run(opened, result.run_id)
-        kernels = rejudged(opened.candidates(result.run_id)) if view.run.options.get("layout") else []
+        layout = str(view.run.options.get("layout") or "")
+        kernels = rejudged(opened.candidates(result.run_id)) if layout else []
     rejudge = summarize_rejudge(kernels).to_dict() if kernels else None
     if as_json:
         numbers = {"run": result.run_id, **view.summary.to_dict(), "rejudge": rejudge}
         sys.stdout.write(json.dumps(numbers, indent=2) + "\n")
         return
-    console = Console()
+    console = output_console()
     print_leaderboard([view], console)
     print_run_details(view, console)
-    print_rejudge(kernels, console)
+    print_rejudge(kernels, console, layout)
     for path, why in result.unmatched:
         console.print(f"[dim]not judged: {path}: {why}[/]", highlight=False)
     console.print(

@@ -31,12 +31,14 @@ def cache_command(
 
     It lives in ~/.cache/cudasmith, or where CUDASMITH_CACHE points. Everything in it is made again when
     needed: cleared kernels are compiled again, baselines timed again, device peaks measured again.
+    What a judged solution compiles (compile_c, compile_cuda, load_inline) is kept in a folder of its own
+    under extensions/. A baseline time is kept only when it was timed quietly (little noise, the device
+    held alone), and device peaks only when a second measurement confirms them: on a busy machine
+    baselines/ and device/ may stay empty.
 
     Example: [bold]cudasmith cache[/] · [bold]cudasmith cache --clear baselines --yes[/]
     """
-    from rich.console import Console
-
-    from cudasmith.report.formats import plain_table
+    from cudasmith.report.formats import output_console, plain_table
     from cudasmith.runtime.cache import cache_root, cache_usage, clear_cache
     from cudasmith.wording import byte_size, plural
 
@@ -64,7 +66,7 @@ def cache_command(
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
-    console = Console()
+    console = output_console()
     console.print(f"cache: {cache_root()}", highlight=False, soft_wrap=True)
     table = plain_table()
     table.add_column("kind", no_wrap=True)

@@ -21,8 +21,6 @@ stderr = Console(stderr=True)
 
 # Exit codes of the verdict contract.
 EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
-# Said by every command that finds no GPU where it needs or looks for one.
-NO_GPU = "no CUDA GPU is visible here"
 
 
 @contextmanager
@@ -48,7 +46,13 @@ def guarded(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def fail(message: str) -> NoReturn:
-    """End the command: `error: message` on stderr, exit code 2. One line when piped; in a terminal,
+    """End the command: `error: message` on stderr, exit code 2."""
+    say_error(message)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def say_error(message: str) -> None:
+    """`error: message` on stderr, the one style of every error: one line when piped; in a terminal,
     wrapped at its width under the message's first word, rather than cut mid-word by the terminal."""
     from rich.table import Table
     from rich.text import Text
@@ -63,7 +67,6 @@ def fail(message: str) -> NoReturn:
         stderr.print(grid)
     else:
         stderr.print(Text.assemble(label, " ", message), soft_wrap=True)
-    raise typer.Exit(EXIT_USAGE)
 
 
 @contextmanager
@@ -83,14 +86,14 @@ def command_device(device: str | None, judging: bool) -> str:
     """The device a command uses: the one named, else the GPU. Without a GPU, a command that judges or
     asks a model refuses (a solution or a prompt for the GPU would fail on the CPU for reasons that have
     nothing to do with it); one that only describes (show, prompt, device) describes the CPU and says so."""
-    from cudasmith.device import default_device, usable_device
+    from cudasmith.device import NO_GPU, NO_GPU_ERROR, default_device, usable_device
 
     if device is not None:
         return usable_device(device)
     if default_device() == "cuda":
         return "cuda"
     if judging:
-        raise UsageError(f"{NO_GPU}; add --device cpu to judge on the CPU (C kernels)")
+        raise UsageError(NO_GPU_ERROR)
     stderr.print(f"[dim]note: {NO_GPU}; using the CPU (--device cpu chooses it without this note)[/]")
     return "cpu"
 
@@ -99,17 +102,30 @@ def pick_problem(
     named: str | None, task: str | None, problem: Path | None, problem_dir: Path | None
 ) -> Problem:
     """The problem of a command that takes TASK (a name or a file), --task NAME or --problem FILE."""
-    from cudasmith.tasks.lookup import find_named, find_problem
+    from cudasmith.tasks.problem import load_problem
+
+    return load_problem(*pick_problem_file(named, task, problem, problem_dir))
+
+
+def pick_problem_file(
+    named: str | None, task: str | None, problem: Path | None, problem_dir: Path | None
+) -> tuple[Path, str | None]:
+    """What pick_problem loads, found without importing torch (a usage error comes at once): the problem's
+    file and its name."""
+    from cudasmith.tasks.lookup import find_named_file, find_problem_file
 
     if named is not None and (task is not None or problem is not None):
         raise UsageError(f"give the task once: {named!r} or --task/--problem, not both")
     if named is not None:
-        return find_named(named, problem_dir)
-    return find_problem(task, problem, problem_dir)
+        return find_named_file(named, problem_dir)
+    return find_problem_file(task, problem, problem_dir)
 
 
 def solution_files(paths: list[Path]) -> list[Path]:
-    """The solution files named: files as given, folders as their *.py files in name order."""
+    """The solution files named: files as given (each a .py file), folders as their *.py files in name
+    order."""
+    from cudasmith.tasks.problem import solution_file
+
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -117,8 +133,6 @@ def solution_files(paths: list[Path]) -> list[Path]:
             if not inside:
                 raise UsageError(f"{path} is a folder with no solution files (*.py) in it")
             found += inside
-        elif path.is_file():
-            found.append(path)
         else:
-            raise UsageError(f"solution file not found: {path}")
+            found.append(solution_file(path))
     return found

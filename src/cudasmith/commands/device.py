@@ -37,12 +37,13 @@ def device_command(
 
     Example: [bold]cudasmith device --json[/]
     """
-    from cudasmith.device import DevicePeaks, load_peaks, usable_device
+    device = command_device(device, judging=False)  # first: a usage error comes before torch is imported
+
+    from cudasmith.device import DevicePeaks, load_peaks
     from cudasmith.device.speed_of_light import ensure_peaks
     from cudasmith.hardware import read_device
 
-    device = command_device(device, judging=False)
-    found = read_device(usable_device(device))
+    found = read_device(device)
     peaks: DevicePeaks | None
     if measure or remeasure:
         with working("measuring the device's speed of light…"):
@@ -57,6 +58,7 @@ def device_command(
             "properties": found.properties(),
             "peaks": peaks.to_dict() if peaks else None,
             "peaks_cached": cached,
+            "peaks_doubts": peaks.doubts() if peaks else [],
             "launch_cost": launch if isinstance(launch, str) or launch is None else launch.to_dict(),
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from cudasmith.commands.common import EXIT_CORRECT, EXIT_VERDICT, pick_problem, solution_files
+from cudasmith.commands.common import (
+    EXIT_CORRECT,
+    EXIT_VERDICT,
+    pick_problem,
+    pick_problem_file,
+    solution_files,
+)
 from cudasmith.commands.judging import JudgeFlags, judging
 from cudasmith.commands.options import FromOption, JsonOption, ProblemOption, TaskOption, value_option
 from cudasmith.errors import CudasmithError
@@ -66,6 +72,9 @@ def eval_command(
 
     from cudasmith.exec.ahead import judge_built_ahead
 
+    # Usage errors first, with nothing of torch imported: they come at once.
+    pick_problem_file(None, task, problem, from_dir)
+    judge.check()
     # The builds go before this process imports torch (seconds): the problem's file as read, the device
     # as named or as the CUDA driver tells. Used once both are known to be the judge's.
     early = _early_builds(task, problem, from_dir, judge.device, files)

@@ -71,6 +71,16 @@ FirstCallExtraOption = Annotated[
         panel=JUDGING,
     ),
 ]
+ConfigTimeLimitOption = Annotated[
+    float | None,
+    value_option(
+        "--config-time-limit",
+        metavar="SECONDS",
+        help="Longest the check of one config may be estimated to take (from its bytes and the device's "
+        "measured bandwidth); a larger config is too large for the device \\[default: 600]",
+        panel=JUDGING,
+    ),
+]
 # cudasmith.harness.walls.memory.MEMORY_LIMIT_OPTION names this option in the judge's messages.
 MemoryLimitOption = Annotated[
     float | None,
@@ -149,6 +159,7 @@ class JudgeFlags:
     time_limit: TimeLimitOption = None
     load_time_limit: LoadTimeLimitOption = None
     first_call_extra: FirstCallExtraOption = None
+    config_time_limit: ConfigTimeLimitOption = None
     memory_limit: MemoryLimitOption = None
     rules: RulesOption = "strict"
     require_isolation: RequireIsolationOption = False
@@ -174,13 +185,33 @@ class JudgeFlags:
                 f"--resume goes on with the run's own {what} and options; drop {', '.join(given)}"
             )
 
+    def check(self) -> None:
+        """Every flag checked before torch is imported, so that a usage error comes at once: each value,
+        the device's name and, where that needs no torch (hardware.no_gpu_here), that a GPU is here."""
+        from cudasmith.device import known_device
+        from cudasmith.hardware import no_gpu_here
+
+        named = known_device(self.device) if self.device is not None else None
+        resolved_now = named == "cpu" or no_gpu_here()
+        self._options(command_device(named, judging=True) if resolved_now else named or "cuda").validate()
+
     def options(self) -> EvalOptions:
         """The judge's options, checked; the device resolved (without a GPU, one named or refused)."""
-        from cudasmith.harness.baselines import parse_baselines
-        from cudasmith.harness.options import FIRST_CALL_EXTRA_S, LOAD_TIMEOUT_S, EvalOptions
+        options = self._options(command_device(self.device, judging=True))
+        options.validate()
+        return options
 
-        options = EvalOptions(
-            device=command_device(self.device, judging=True),
+    def _options(self, device: str) -> EvalOptions:
+        from cudasmith.harness.baselines import parse_baselines
+        from cudasmith.harness.options import (
+            CONFIG_TIME_LIMIT_S,
+            FIRST_CALL_EXTRA_S,
+            LOAD_TIMEOUT_S,
+            EvalOptions,
+        )
+
+        return EvalOptions(
+            device=device,
             seed=self.seed,
             seeds_per_config=self.seeds,
             timing=self.timing,
@@ -194,9 +225,10 @@ class JudgeFlags:
             load_timeout_s=LOAD_TIMEOUT_S if self.load_time_limit is None else self.load_time_limit,
             first_call_extra_s=FIRST_CALL_EXTRA_S if self.first_call_extra is None else self.first_call_extra,
             memory_limit_bytes=None if self.memory_limit is None else int(self.memory_limit * 2**30),
+            config_time_limit_s=(
+                CONFIG_TIME_LIMIT_S if self.config_time_limit is None else self.config_time_limit
+            ),
         )
-        options.validate()
-        return options
 
 
 def judging(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -25,6 +25,7 @@ from cudasmith.commands.options import (
     StrategyOption,
     TaskFlags,
     TemplatesOption,
+    at_least_one,
     for_a_task,
     in_lanes,
     value_option,
@@ -98,20 +99,20 @@ def optimize_command(
 
     Example: [bold]cudasmith optimize level1/softmax -m openai:gpt-5-mini -n 4 --depth 5 -o best.py[/]
     """
-    from cudasmith.harness.options import EvalOptions
+    from cudasmith.llm import check_model
     from cudasmith.llm.config import load_llm_config
-    from cudasmith.report.optimize_view import live_view, print_summary
     from cudasmith.search.config import SearchSettings, load_optimize_config
-    from cudasmith.search.optimize import optimize
-    from cudasmith.search.prompts import templates_from_config
 
+    # Usage errors first, with nothing of torch imported: they come at once.
+    at_least_one(n=n, depth=depth)
+    task_name = ""
     if resume is not None:
         judge.refuse_with_resume(["TASK"] if task_flags.given() else [], "task")
-        existing_store(store).close()
-        loaded, options = None, None
+        with existing_store(store) as opened:
+            task_name = opened.run(resume).task  # the panel's label, as when the run began
     else:
-        loaded = task_flags.load()
-        options = judge.options()
+        task_flags.check()
+        judge.check()
     search = load_optimize_config(
         config,
         strategy=strategy,
@@ -121,15 +122,27 @@ def optimize_command(
         weights=_weights(weights),
         confirm_all=confirm_all or None,
     )
+    llm_config = load_llm_config(config)
+    named = model or ([] if resume is not None else [llm_config.default_model()])
+    for spec in [*named, *([search.verifier] if search.verifier else [])]:
+        check_model(spec, llm_config)
+
+    from cudasmith.harness.options import EvalOptions
+    from cudasmith.report.optimize_view import live_view, print_summary
+    from cudasmith.search.optimize import optimize
+    from cudasmith.search.prompts import templates_from_config
+
+    loaded = None if resume is not None else task_flags.load()
+    options = None if resume is not None else judge.options()
     settings = SearchSettings(
         search=search,
         judge=options or EvalOptions(),  # a resumed run's own options win
         lanes=lane_flags.lanes(),
-        llm=load_llm_config(config),
+        llm=llm_config,
         budget_usd=budget,
         templates=templates or templates_from_config(config),
     )
-    title = f"optimize {resume or (loaded.name if loaded else '')}"
+    title = f"optimize {loaded.name if loaded is not None else task_name}"
     with (
         store_to_write(store) as where,
         live_view(title, terminal=not as_json and stderr.is_terminal) as on_change,

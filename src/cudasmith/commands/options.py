@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cudasmith.commands.bundle import bundled
-from cudasmith.commands.common import pick_problem
+from cudasmith.commands.common import pick_problem, pick_problem_file
+from cudasmith.errors import UsageError
 
 if TYPE_CHECKING:
     from cudasmith.exec import Lanes
@@ -252,9 +253,23 @@ class TaskFlags:
         """Whether they name a task (--from alone names none)."""
         return bool(self.named or self.task or self.problem)
 
+    def check(self) -> None:
+        """That they name one problem that is there, found without importing torch (a usage error, a
+        misspelt task's did-you-mean included, comes at once)."""
+        pick_problem_file(self.named, self.task, self.problem, self.from_dir)
+
     def load(self) -> Problem:
         """The problem they name, loaded."""
         return pick_problem(self.named, self.task, self.problem, self.from_dir)
+
+
+def at_least_one(**counts: int | None) -> None:
+    """A UsageError naming the flag of the first count given below 1: `at_least_one(n=n, depth=depth)`
+    checks -n and --depth."""
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            flag = f"-{name}" if len(name) == 1 else f"--{name}"
+            raise UsageError(f"{flag} must be at least 1, not {value}")
 
 
 def for_a_task(command: Callable[..., Any]) -> Callable[..., Any]:

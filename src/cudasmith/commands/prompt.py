@@ -87,13 +87,16 @@ def prompt_command(
     Example: [bold]cudasmith prompt level1/softmax --device cpu[/]
     """
     from cudasmith.device import known_device
+
+    # Usage errors first, with nothing of torch imported: they come at once. A prompt for a GPU can be
+    # written on a machine without one: a device named is not looked for.
+    task_flags.check()
+    target = known_device(device) if device else command_device(None, judging=False)
+
     from cudasmith.search.prompts import PromptBuilder
 
-    loaded = task_flags.load()
     builder = PromptBuilder(prompt_flags.template_folder())
-    # A prompt for a GPU can be written on a machine without one: a device named is not looked for.
-    target = known_device(device) if device else command_device(None, judging=False)
-    prompt = builder.build(loaded, target, parent=prompt_flags.parent_solution())
+    prompt = builder.build(task_flags.load(), target, parent=prompt_flags.parent_solution())
     if as_json:
         sys.stdout.write(json.dumps(prompt.to_dict(), indent=2) + "\n")
     else:

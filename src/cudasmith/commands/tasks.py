@@ -84,11 +84,13 @@ def show_command(
 
     Example: [bold]cudasmith show level3/gpt_forward --no-source[/]
     """
+    task_flags.check()  # usage errors first, with nothing of torch imported: they come at once
+    device = command_device(device, judging=False)
+
     from cudasmith.device import load_peaks
     from cudasmith.harness.task_details import task_details
 
-    loaded = task_flags.load()
-    details = task_details(loaded, load_peaks(command_device(device, judging=False)))
+    details = task_details(task_flags.load(), load_peaks(device))
     if as_json:
         sys.stdout.write(json.dumps(details, indent=2) + "\n")
         return

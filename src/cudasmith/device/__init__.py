@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cudasmith import __version__
 from cudasmith.errors import UsageError
-from cudasmith.hardware import device_name, read_device
+from cudasmith.hardware import device_name, no_gpu_here, read_device
 from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.runtime.cache import cache_dir, content_key, write_atomically
 from cudasmith.runtime.seal import seal, unseal
@@ -27,6 +27,16 @@ from cudasmith.runtime.seal import seal, unseal
 # The versions a measured peak or launch cost depends on (the kernels that reach a peak come with
 # PyTorch and CUDA; the driver and CUPTI, with CUDA).
 PEAK_VERSION_KEYS = ("cudasmith", "torch", "cuda", "driver")
+# What every command says where it finds no GPU: as an error where it needs one, as a note where it
+# describes the CPU instead (commands.common.command_device).
+NO_GPU = "no CUDA GPU is visible here"
+NO_GPU_ERROR = f"{NO_GPU}; add --device cpu to use the CPU (where solutions are C kernels)"
+# A matrix product reaches well over half the FMA rate of the units it runs on, and runs on units at least
+# as fast as those (the same ones on a CPU, and for float32 on a GPU; tensor cores for the rest; cuBLAS's
+# float32 GEMM reaches about 80 % of an H200's FMA rate). A matrix rate below this share of the vector
+# rate of its dtype was disturbed: its long calls were preempted by other work (a loaded machine), while
+# the vector kernel's short ones were not. A % SOL of matrix work at such a rate would be inflated.
+MATRIX_MIN_SHARE_OF_VECTOR = 0.5
 
 
 def device_kind(device: str) -> str:
@@ -35,7 +45,10 @@ def device_kind(device: str) -> str:
 
 
 def default_device() -> str:
-    """'cuda' when a GPU is visible, else 'cpu'."""
+    """'cuda' when a GPU is visible, else 'cpu'. Where no GPU can be there (hardware.no_gpu_here), torch
+    is not imported to ask: a command's usage errors stay quick."""
+    if no_gpu_here():
+        return "cpu"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -44,7 +57,7 @@ def default_device() -> str:
 def known_device(device: str) -> str:
     """`device` when it names a kind of device cudasmith knows ('cuda', 'cuda:N', 'cpu'); else a UsageError."""
     if device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", device):
-        raise UsageError(f"device must be 'cuda', 'cuda:N' or 'cpu', not {device!r}")
+        raise UsageError(f"--device must be 'cuda', 'cuda:N' or 'cpu', not {device!r}")
     return device
 
 
@@ -53,10 +66,12 @@ def usable_device(device: str | None = None) -> str:
     a one-line UsageError otherwise."""
     if device is None or known_device(device) == "cpu":
         return device or default_device()
+    if no_gpu_here():
+        raise UsageError(NO_GPU_ERROR)
     import torch
 
     if not torch.cuda.is_available():
-        raise UsageError("no CUDA GPU is visible here; use --device cpu or run on a GPU machine")
+        raise UsageError(NO_GPU_ERROR)
     index = torch.device(device).index
     if index is not None and index >= torch.cuda.device_count():
         raise UsageError(f"no GPU {device}: this machine has {torch.cuda.device_count()} (cuda:0 first)")
@@ -115,6 +130,16 @@ class DevicePeaks:
         """The best FLOP rate for a dtype (matrix or vector units), in TFLOP/s; None if not measured."""
         rates = [table[dtype] for table in (self.matrix_tflops, self.vector_tflops) if dtype in table]
         return max(rates) if rates else None
+
+    def doubts(self) -> list[str]:
+        """What in these rates the device cannot have done undisturbed, in words: each dtype whose matrix
+        units measured below MATRIX_MIN_SHARE_OF_VECTOR of its vector units."""
+        return [
+            f"{dtype} matrix units measured at {matrix:.3g} TFLOP/s, below {MATRIX_MIN_SHARE_OF_VECTOR:.0%} "
+            f"of its vector units' {vector:.3g}"
+            for dtype, matrix in self.matrix_tflops.items()
+            if (vector := self.vector_tflops.get(dtype)) and matrix < MATRIX_MIN_SHARE_OF_VECTOR * vector
+        ]
 
     def max_tflops(self) -> float:
         """The highest FLOP rate measured for any dtype, in TFLOP/s."""

@@ -249,13 +249,18 @@ def ensure_peaks(
     device: str | None = None, remeasure: bool = False, repeats: int = PEAK_REPEATS
 ) -> DevicePeaks:
     """The device's peaks from the cache, else measured `repeats` times or more (seconds each): the best
-    of them, cached only when a second measurement confirms the best (see PEAK_REPEATS_MAX)."""
+    of them, cached only when a second measurement confirms the best (see PEAK_REPEATS_MAX). Rates that
+    leave a doubt (DevicePeaks.doubts: matrix units far below the vector units) are measured again too,
+    up to PEAK_REPEATS_MAX; still doubtful, they are kept all the same, and flagged wherever shown
+    (`cudasmith device --remeasure` takes them again)."""
     device = usable_device(device)
     cached = None if remeasure else load_peaks(device)
     if cached is not None:
         return cached
     measurements = [measure_peaks(device) for _ in range(max(1, repeats))]
-    while not confirmed(measurements) and len(measurements) < max(repeats, PEAK_REPEATS_MAX):
+    while (not confirmed(measurements) or best_of(measurements).doubts()) and len(measurements) < max(
+        repeats, PEAK_REPEATS_MAX
+    ):
         measurements.append(measure_peaks(device))
     peaks = best_of(measurements)
     if confirmed(measurements):

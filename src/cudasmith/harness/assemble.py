@@ -178,3 +178,20 @@ def _stopped_at(results: list[ConfigResult], failing: ConfigResult | None) -> No
             result.reason = (
                 f"matches on {checked} (worst rel_err {result.rel_err or 0:.1e}); checking stopped{where}"
             )
+
+
+def as_given(verdict: Verdict, staged: str | None, given: str) -> None:
+    """What the candidate's worker said of its copy of the solution (`staged`, in a scratch folder the
+    user never sees), said of the file the user named (`given`): in the reason, notes, configs' reasons
+    and artifacts (tracebacks, compiler logs, what the solution printed)."""
+    if not staged:
+        return
+
+    def mended(text: str) -> str:
+        return text.replace(staged, given)
+
+    verdict.reason = mended(verdict.reason)
+    verdict.notes = [mended(note) for note in verdict.notes]
+    for result in verdict.configs:
+        result.reason = mended(result.reason)
+    verdict.artifacts = {name: mended(text) for name, text in verdict.artifacts.items()}

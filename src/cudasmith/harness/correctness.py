@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cudasmith.harness.builds import lazy_build
+from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
@@ -181,12 +182,24 @@ def label(index: int, config: Config, hidden: bool, problem: Problem) -> str:
     return f"config {index} {config}" if config else f"config {index}"
 
 
+def cascade_steps(problem: Problem, options: EvalOptions) -> tuple[bool, bool, bool]:
+    """What the cascade does beside the seeded input sets: the harness's drawn inputs, drawn parameters,
+    and one input set perturbed afresh (without timing: timed calls are re-checked on such inputs)."""
+    with_drawn = options.drawn_inputs and options.defences and not problem.has_validate
+    with_parameters = options.drawn_parameters and options.defences
+    return with_drawn, with_parameters, options.defences and not options.timing
+
+
+def input_sets(problem: Problem, options: EvalOptions) -> int:
+    """Input sets each config is checked on: the seeded ones, the drawn one, the one perturbed afresh."""
+    with_drawn, _, fresh = cascade_steps(problem, options)
+    return options.seeds_per_config + with_drawn + fresh
+
+
 def session_cascade(view: SessionView) -> list[Step]:
     """The cascade's steps under the session's options, as every candidate's checks take them."""
     problem, options = view.problem, view.options
-    with_drawn = options.drawn_inputs and options.defences and not problem.has_validate
-    with_parameters = options.drawn_parameters and options.defences
-    fresh = options.defences and not options.timing  # timed calls are re-checked on such inputs otherwise
+    with_drawn, with_parameters, fresh = cascade_steps(problem, options)
     return cascade(
         view.selected,
         view.described,

@@ -29,6 +29,10 @@ FIRST_CALL_EXTRA_S = 10.0
 # Without a --time-limit, a call may take this many times the reference's own time, and at least CALL_FLOOR_S.
 CALL_FACTOR = 100.0
 CALL_FLOOR_S = 5.0
+# Checking one config may take this long, as estimated before it starts (check_time.py): past it, the config
+# is too large for the device (a smaller one is skipped, the smallest refused), unless --config-time-limit
+# raises it. Ten minutes: an hour-long check of one config is no judge's answer to a first `eval`.
+CONFIG_TIME_LIMIT_S = 600.0
 # Timing one config: making its input sets, warming up and sampling, beyond the calls themselves.
 TIMING_EXTRA_S = 30.0
 # Timed calls whose outputs are kept and re-checked against the reference, per config. Which calls are
@@ -53,8 +57,10 @@ GPU_MEMORY_PER_CANDIDATE = 4 * 1024**3
 # operators ran and what share of the time the solution's own kernels took).
 RULES = ("strict", "kernelbench")
 
-# Told how far a long job is: (what is being done, steps done, steps in all).
+# Told how far a long job is: (what is being done, steps done, steps in all). A message that starts with
+# WARNING is no step but a warning to keep in view (report/progress.py prints it on a line of its own).
 Progress = Callable[[str, int, int], None]
+WARNING = "warning: "
 
 
 @dataclass(frozen=True)
@@ -103,18 +109,20 @@ class EvalOptions:
     # best kernel so far or of the baseline. None: every correct candidate gets the full protocol, as
     # `eval` and `bench` always do.
     confirm_margin: float | None = None
+    # Longest a config's check may be estimated to take (check_time.py); a larger config is not checked.
+    config_time_limit_s: float = CONFIG_TIME_LIMIT_S
 
     def validate(self) -> None:
-        """Raise UsageError for options that cannot work, with what to do instead."""
+        """Raise UsageError for options that cannot work, naming the option as the command spells it."""
         known_device(self.device)
         if self.rules not in RULES:
-            raise UsageError(f"the rules must be one of {', '.join(RULES)}, not {self.rules!r}")
+            raise UsageError(f"--rules must be {' or '.join(RULES)}, not {self.rules!r}")
         if self.l2_state is not None and self.l2_state not in L2_STATES:
-            raise UsageError(f"the L2 state must be one of {', '.join(L2_STATES)}, not {self.l2_state!r}")
+            raise UsageError(f"--l2 must be {' or '.join(L2_STATES)}, not {self.l2_state!r}")
         if self.graph and not self.device.startswith("cuda"):
-            raise UsageError("CUDA-graph timing (--graph) needs a GPU")
+            raise UsageError("--graph (CUDA-graph timing) needs a GPU: give --device cuda")
         if self.seeds_per_config < 1:
-            raise UsageError("at least one input set per config must be checked (--seeds 1 or more)")
+            raise UsageError("--seeds must be at least 1 (input sets checked per config)")
         if not self.load_timeout_s > 0:
             raise UsageError(
                 f"--load-time-limit must be a positive number of seconds, not {self.load_timeout_s:g}"
@@ -122,13 +130,17 @@ class EvalOptions:
         if self.first_call_extra_s < 0:
             raise UsageError(f"--first-call-extra must not be negative, not {self.first_call_extra_s:g}")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes <= 0:
-            raise UsageError("a worker's memory limit must be positive (--memory-limit)")
+            raise UsageError("--memory-limit must be a positive number of GiB")
         if self.call_timeout_s is not None and not self.call_timeout_s > 0:
             raise UsageError(
                 f"--time-limit must be a positive number of seconds, not {self.call_timeout_s:g}"
             )
+        if not self.config_time_limit_s > 0:
+            raise UsageError(
+                f"--config-time-limit must be a positive number of seconds, not {self.config_time_limit_s:g}"
+            )
         if self.in_flight is not None and not 1 <= self.in_flight <= 64:
-            raise UsageError("the candidates in flight must be from 1 to 64 (--in-flight)")
+            raise UsageError(f"--in-flight must be from 1 to 64, not {self.in_flight}")
         if self.confirm_margin is not None and not 0 < self.confirm_margin <= 1:
             raise UsageError(
                 f"the screen's margin must be above 0 and at most 1, not {self.confirm_margin:g}"

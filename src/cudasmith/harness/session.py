@@ -30,15 +30,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cudasmith.device import default_device, software_versions, usable_device
-from cudasmith.errors import CudasmithError, UsageError
-from cudasmith.harness.assemble import finish
+from cudasmith.device import default_device, load_peaks, software_versions, usable_device
+from cudasmith.errors import CudasmithError
+from cudasmith.harness.assemble import as_given, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
+from cudasmith.harness.check_time import within_time
 from cudasmith.harness.confirm import ConfirmBar
 from cudasmith.harness.correctness import check_candidate, first_pass, select_configs
 from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import lease_for
-from cudasmith.harness.options import EvalOptions, Progress
+from cudasmith.harness.options import WARNING, EvalOptions, Progress
 from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
 from cudasmith.harness.screen import screen
@@ -53,7 +54,7 @@ from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
-from cudasmith.tasks.problem import Config, Problem
+from cudasmith.tasks.problem import Config, Problem, solution_file
 from cudasmith.timing.protocol import TimingPlan, default_plan
 from cudasmith.wording import plural
 
@@ -119,6 +120,7 @@ class Judge:
         self.device_name = options.device
         self.selected: list[tuple[int, Config, bool]] = []
         self.skipped: list[SkippedConfig] = []
+        self.announced: list[str] = []  # configs whose check is estimated to take long (check_time.py)
         self.plan: TimingPlan = default_plan(options.device, options.l2_state or problem.l2_state)
         self.bar = ConfirmBar()  # what a screened candidate must come near to be confirmed (confirm.py)
         gate = self.lease.prepares if options.on_gpu else None
@@ -211,7 +213,16 @@ class Judge:
                 names = (loaded.gpu_uuid, self.lease_key)
                 self.lease.probe = gpu_probe(*(name for name in names if name))
         described = self.oracle.described
-        self.selected, self.skipped = select_configs(self.problem, described, self.options.device)
+        selected, self.skipped = select_configs(self.problem, described, self.options.device)
+        # Configs whose check would take too long: announced before it starts, or not checked at all.
+        peaks = load_peaks(name=self.device_name)
+        rate = None if peaks is None else peaks.memory_gb_per_s
+        self.selected, beyond, self.announced = within_time(
+            self.problem, selected, described, self.options, rate
+        )
+        self.skipped += beyond
+        for line in self.announced:
+            self.progress(f"{WARNING}{line}", 0, 0)
         self.baselines.identity = self._identity()  # now that the device and its launch cost are known
         self.view = SessionView(self.problem, self.options, self.secret, tuple(self.selected), tuple(described),
                                 self.plan, self.oracle, self.lease, self.baselines, self.progress, self, self.bar)  # fmt: skip
@@ -234,11 +245,7 @@ class Judge:
 
     def judge(self, solution: str | Path) -> Verdict:
         """Judge one solution file and return its verdict (safe to call from several threads at once)."""
-        path = Path(solution)
-        if not path.is_file():
-            raise UsageError(
-                f"solution file not found: {path}" if not path.exists() else f"{path} is not a file"
-            )
+        path = solution_file(solution)
         started = time.monotonic()
         verdict = Verdict(status=Status.CORRECT, reason="", task=self.problem.name, solution=str(path),
                           device=self.options.device, dtype=self.problem.dtype, seed=self.secret,
@@ -264,6 +271,8 @@ class Judge:
             load_id = candidate.send(LoadSolution(str(path.resolve()), allowed))
             self._start()
             verdict.device, verdict.skipped_configs = self.device_name, list(self.skipped)
+            for line in self.announced:
+                verdict.note(line)
             verdict.limits = {
                 "load_s": self.options.load_timeout_s,
                 "first_call_extra_s": self.options.first_call_extra_s,
@@ -272,6 +281,7 @@ class Judge:
         finally:
             candidate.close()
             self._collect(candidate, verdict)
+            as_given(verdict, candidate.staged, str(path))
             self.pool.advance()
             with self._lock:
                 self._in_use.discard(candidate)
@@ -414,8 +424,6 @@ def evaluate(
     progress: Progress | None = None,
 ) -> Verdict:
     """Judge one solution file against one problem (a session of one) and return the verdict."""
-    path = Path(solution)
-    if not path.is_file():
-        raise UsageError(f"solution file not found: {path}" if not path.exists() else f"{path} is not a file")
+    path = solution_file(solution)
     with Judge(problem, options, progress, candidates=1) as judge:
         return judge.judge(path)

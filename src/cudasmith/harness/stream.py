@@ -18,8 +18,8 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from cudasmith.errors import UsageError
 from cudasmith.harness.verdict import Verdict
+from cudasmith.tasks.problem import solution_file as checked_solution_file
 from cudasmith.tempdirs import owned_tempdir
 
 # Solutions taken from the caller's iterable beyond the verdicts yielded, per candidate in flight: a
@@ -53,14 +53,10 @@ def in_order(pairs: Iterable[tuple[int, Item]]) -> Iterator[Item]:
 def solution_file(code: str | Path) -> Path | None:
     """The file a candidate names, or None when `code` is the candidate's source text. A `Path` is a file;
     a `str` is a file's path when it is one line naming an existing file (or ending in `.py`: then a
-    missing file is an error, not a one-line solution), else source text."""
+    missing file is an error, not a one-line solution), else source text. A file named is checked as
+    every command checks one (tasks.problem.solution_file)."""
     if isinstance(code, Path) or ("\n" not in code and (code.endswith(".py") or Path(code).is_file())):
-        path = Path(code)
-        if not path.is_file():
-            raise UsageError(
-                f"solution file not found: {path}" if not path.exists() else f"{path} is not a file"
-            )
-        return path
+        return checked_solution_file(code)
     return None
 
 

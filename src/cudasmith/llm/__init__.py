@@ -15,6 +15,7 @@ The SDKs are imported only when a provider is made.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from cudasmith.errors import UsageError
@@ -40,13 +41,40 @@ __all__ = [
 ]
 
 
-def make_provider(spec: str, config: LLMConfig) -> Provider:
-    """The provider a model spec names; a one-line UsageError for a spec that names none."""
+def _parts(spec: str, config: LLMConfig) -> tuple[str, str]:
+    """A model spec's provider and model; a one-line UsageError naming --model for one not so written."""
     kind, separator, name = spec.partition(":")
     if not separator or not name:
-        raise UsageError(
-            f"model {spec!r} must be PROVIDER:MODEL, e.g. openai:gpt-5-mini or hf:{config.default_model().split(':', 1)[1]}"
-        )
+        example = config.default_model().split(":", 1)[1]
+        raise UsageError(f"--model {spec!r} must be PROVIDER:MODEL, e.g. openai:gpt-5-mini or hf:{example}")
+    return kind, name
+
+
+def check_model(spec: str, config: LLMConfig) -> None:
+    """What `make_provider` would refuse of a model spec, found without importing an SDK, transformers
+    or torch (seconds each), so that a command's usage error comes at once: its form, its provider, a
+    missing API key, transformers missing for `hf:`."""
+    from cudasmith.llm.local_hf import transformers_missing
+    from cudasmith.llm.sdk import api_key
+
+    kind, _ = _parts(spec, config)
+    endpoint = config.endpoint(kind)
+    if endpoint is not None:  # OpenAI-compatible servers at a base URL may need no key, as the provider says
+        api_key(endpoint, spec, optional=endpoint.api == "openai" and endpoint.url() is not None)
+    elif kind == "hf" and importlib.util.find_spec("transformers") is None:
+        raise transformers_missing(spec)
+    elif kind not in PROVIDER_KINDS:
+        raise _unknown_provider(kind, spec, config)
+
+
+def _unknown_provider(kind: str, spec: str, config: LLMConfig) -> UsageError:
+    known = ", ".join([*PROVIDER_KINDS, *config.endpoints])
+    return UsageError(f"unknown model provider {kind!r} in {spec!r}; known: {known}")
+
+
+def make_provider(spec: str, config: LLMConfig) -> Provider:
+    """The provider a model spec names; a one-line UsageError for a spec that names none."""
+    kind, name = _parts(spec, config)
     endpoint = config.endpoint(kind)
     if endpoint is not None and endpoint.api == "openai":
         from cudasmith.llm.openai_api import OpenAIProvider
@@ -64,8 +92,7 @@ def make_provider(spec: str, config: LLMConfig) -> Provider:
         from cudasmith.llm.replay import ReplayProvider
 
         return ReplayProvider(spec, name)
-    known = ", ".join([*PROVIDER_KINDS, *config.endpoints])
-    raise UsageError(f"unknown model provider {kind!r} in {spec!r}; known: {known}")
+    raise _unknown_provider(kind, spec, config)
 
 
 def make_client(

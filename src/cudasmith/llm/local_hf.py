@@ -20,6 +20,11 @@ from cudasmith.llm.config import LocalModel
 MAX_N_PER_CALL = 8
 
 
+def transformers_missing(spec: str) -> UsageError:
+    """The error for an `hf:` model where transformers is not installed."""
+    return UsageError(f"{spec} needs transformers: pip install 'cudasmith[hf]'")
+
+
 def _prompt_text(messages: tuple[Message, ...]) -> str:
     """A plain transcript for tokenizers without a chat template."""
     turns = [f"{m.role.capitalize()}: {m.content}" for m in messages]
@@ -50,7 +55,7 @@ class HFProvider(Provider):
         try:
             import transformers  # noqa: F401
         except ImportError:
-            raise UsageError(f"{spec} needs transformers: pip install 'cudasmith[hf]'") from None
+            raise transformers_missing(spec) from None
         self._model: Any = None
         self._tokenizer: Any = None
         self._device = "cpu"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from cudasmith.report.formats import plain_table
+from cudasmith.report.formats import output_console, plain_table
 from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.ask import AskResult
 from cudasmith.wording import plural
@@ -32,7 +32,7 @@ def _cost(result: AskResult) -> str:
 
 def print_ask(result: AskResult, console: Console | None = None) -> None:
     """One row per candidate, then what the request cost and where everything is kept."""
-    console = console or Console(emoji=False, highlight=False)
+    console = console or output_console()
     table = plain_table()
     for column in ("#", "status", "speedup", "tokens", "finish"):
         table.add_column(
@@ -41,26 +41,29 @@ def print_ask(result: AskResult, console: Console | None = None) -> None:
     table.add_column("reason", ratio=1, overflow="fold")
     for candidate in result.candidates:
         verdict = candidate.verdict
-        reason = (
-            verdict.reason
-            if len(verdict.reason) <= REASON_CHARS
-            else verdict.reason[: REASON_CHARS - 1] + "…"
-        )
+        # A repeat of an earlier answer is skipped, as optimize skips it: its reason says of which.
+        said = verdict.reason if verdict is not None else candidate.skipped or "not judged"
+        reason = said if len(said) <= REASON_CHARS else said[: REASON_CHARS - 1] + "…"
+        speedup = None if verdict is None else verdict.speedup
         table.add_row(
-            str(candidate.index),
-            status_markup(verdict.status),
-            "–" if verdict.speedup is None else f"{verdict.speedup:.2f}x",
+            str(candidate.candidate),
+            status_markup(verdict.status if verdict is not None else "skipped"),
+            "–" if speedup is None else f"{speedup:.2f}x",
             _tokens(candidate.completion.output_tokens),
             escape(candidate.completion.finish_reason),
             escape(reason),
         )
-    correct = sum(c.verdict.correct for c in result.candidates)
+    correct = sum(c.correct for c in result.candidates)
     best = result.best
     headline = f"{correct} of {len(result.candidates)} correct"
-    if best is not None and best.verdict.speedup:
-        headline += f"; best: candidate {best.index} at {best.verdict.speedup:.2f}x {best.verdict.baseline}"
+    if skipped := sum(c.skipped is not None for c in result.candidates):
+        headline += f" ({skipped} skipped as repeats of earlier answers)"
+    if best is not None and best.verdict is not None and best.verdict.speedup:
+        headline += (
+            f"; best: candidate {best.candidate} at {best.verdict.speedup:.2f}x {best.verdict.baseline}"
+        )
     console.print(f"[bold]{escape(headline)}[/]")
-    device = result.candidates[0].verdict.device if result.candidates else result.device
+    device = next((c.verdict.device for c in result.candidates if c.verdict is not None), result.device)
     # Plain text (escaped): model names, paths and reasons may hold brackets or colons.
     console.print(escape(f"{result.task} · {result.model} · {device} · {result.wall_s:.1f} s"), style="dim")
     console.print(table)

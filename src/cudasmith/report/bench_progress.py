@@ -58,9 +58,15 @@ class Eta:
         self.done = self.total = 0
 
     def update(self, done: int, total: int) -> None:
+        """The judge's progress: kernels done of the run's total."""
         if self.first_done is None:
             self.first_done, self.started = done, time.monotonic()
         self.done, self.total = done, total
+
+    def from_cache(self) -> None:
+        """One more kernel done at once, its verdict read from the store's cache: counted, never paced."""
+        self.done += 1
+        self.first_done = (self.first_done or 0) + 1
 
     def text(self) -> str:
         left = max(0, self.total - self.done)
@@ -94,8 +100,13 @@ def bench_progress(console: Console | None = None) -> Iterator[tuple[Progress, O
             bar.update(task_id, description=f"judging {what}", completed=done, total=total)
 
         def line(candidate: CandidateRecord, cached: bool) -> None:
+            if cached:
+                eta.from_cache()
             progress = "" if terminal else f" [dim]({eta.text()})[/]"
-            bar.console.print(verdict_line(candidate, cached) + progress, highlight=False)
+            # Without a terminal (a log), one line per verdict however long: never folded at 80 columns.
+            bar.console.print(
+                verdict_line(candidate, cached) + progress, highlight=False, soft_wrap=not terminal
+            )
             bar.advance(task_id)
 
         yield update, line

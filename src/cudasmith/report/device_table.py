@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from cudasmith.device import DevicePeaks
 from cudasmith.device.launch_cost import LaunchCost
 from cudasmith.device.speed_of_light import PEAKS_NOISY_SPREAD
 from cudasmith.hardware import Device
+from cudasmith.report.formats import output_console, plain_table, titled
 
 # How each property is shown: its label and how its value is written.
 PROPERTY_FORMATS: dict[str, tuple[str, Callable[[Any], str]]] = {
@@ -40,10 +40,11 @@ def print_device(
     """Properties first, then the measured peaks (or how to measure them) and the launch cost.
 
     `launch`: the calibrated launch cost, or why there is none (GPU only); `cached`: False when the
-    peaks' repeated measurements disagreed, so that they were not kept for verdicts.
+    peaks' repeated measurements disagreed, so that they were not kept for verdicts. Rates the device
+    cannot have measured undisturbed (DevicePeaks.doubts) are flagged.
     """
-    console = console or Console()
-    table = Table(show_edge=False, pad_edge=False, show_header=False)
+    console = console or output_console()
+    table = plain_table(show_header=False)
     table.add_column("property", style="dim")
     table.add_column("value")
     for key, value in device.properties().items():
@@ -58,17 +59,23 @@ def print_device(
         detail = ", ".join(f"{kind} {value:.3g}" for kind, value in peaks.memory_detail_gb_per_s.items())
         console.print(f"\nmemory bandwidth (measured): {peaks.memory_gb_per_s:.3g} GB/s ({detail})")
         console.print(f"on-chip cache: {peaks.cache_bytes / 2**20:.0f} MiB")
-        rates = Table(show_edge=False, pad_edge=False, title="FLOP rates (measured)", title_justify="left")
+        rates = plain_table()
         rates.add_column("dtype")
         rates.add_column("matrix units", justify="right")
         rates.add_column("vector units", justify="right")
         for dtype in dict.fromkeys([*peaks.matrix_tflops, *peaks.vector_tflops]):
             cells = [table_.get(dtype) for table_ in (peaks.matrix_tflops, peaks.vector_tflops)]
             rates.add_row(dtype, *("–" if c is None else f"{c:.3g} TFLOP/s" for c in cells))
-        console.print(rates)
+        console.print(titled("FLOP rates (measured)", rates))
         versions = ", ".join(f"{k} {v}" for k, v in peaks.versions.items() if v)
         console.print(f"[dim]measured {peaks.measured_at} in {peaks.seconds:.1f} s with {versions}[/]")
-        if not cached:
+        doubtful = peaks.doubts()
+        for doubt in doubtful:
+            console.print(
+                f"[yellow]doubtful: {doubt} (other work disturbed the measurement): a % SOL of matrix work "
+                "is inflated; `cudasmith device --remeasure` measures again[/]"
+            )
+        if not cached and not doubtful:
             console.print(
                 f"[yellow]not cached: the repeated measurements disagreed by more than "
                 f"{PEAKS_NOISY_SPREAD:.0%} (something else was using the device); measured again next time[/]"

@@ -1,7 +1,9 @@
-"""How the terminal tables write numbers and configs, and the table style they share.
+"""How the commands' tables write numbers and configs, the one table style they share, and the console
+they print on.
 
-Tables are designed for 80 columns (a default terminal, and what Rich assumes when output is piped):
-values stay on one line, and the one column of free text in each table wraps instead of being cut.
+In a terminal, tables fit its width (80 columns and up): values stay on one line, and the one column of
+free text in each table wraps instead of being cut. Written to a file or a pipe, every line is as long as
+what it holds: a table at its natural width, a sentence on one line, nothing cut or folded.
 """
 
 from __future__ import annotations
@@ -10,9 +12,15 @@ import json
 from typing import Any
 
 from rich import box
+from rich.console import Console, Group
 from rich.table import Table
+from rich.text import Text
 
 from cudasmith.tasks.problem import Config
+
+# The width of the console when stdout is no terminal. Rich would assume 80 columns there and fold or cut
+# what is wider; nothing printed is this wide, and nothing is padded to it (tables do not expand).
+UNBOUNDED_COLUMNS = 2**20
 
 # A config shown in a table: `rows=8 cols=1000`. Longer ones wrap at their spaces.
 DEFAULT_CONFIG = "(default)"
@@ -49,5 +57,21 @@ def flop_count(value: float) -> str:
 
 
 def plain_table(**options: Any) -> Table:
-    """A table with a rule under its header and no vertical lines: two spaces between columns."""
-    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, **options)
+    """The one table style of every command: a rule under its header (when it has one) and no vertical
+    lines, two spaces between columns."""
+    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, **options)
+
+
+def titled(title: str, table: Table) -> Group:
+    """A table under its title, which takes a line of its own: a title set on the table itself would be
+    wrapped at the table's width, however wide the console."""
+    return Group(Text(title, style="table.title"), table)
+
+
+def output_console() -> Console:
+    """The console a command prints its results on (stdout): a terminal's own width; elsewhere (a file,
+    a pipe, a CI log) unbounded, so that a table keeps its natural width and no line is cut or folded."""
+    console = Console(emoji=False, highlight=False)
+    if not console.is_terminal:
+        console.width = UNBOUNDED_COLUMNS
+    return console

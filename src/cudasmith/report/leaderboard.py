@@ -4,9 +4,9 @@ tables `cudasmith bench` and `cudasmith report` print."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from cudasmith.harness.baselines import BASELINES
+from cudasmith.report.formats import output_console, plain_table, titled
 from cudasmith.report.verdict_table import status_markup
 from cudasmith.store.metrics import FAST_P
 from cudasmith.store.rules import RULE_TITLES
@@ -95,21 +95,21 @@ LEGEND = (
 
 def print_leaderboard(views: list[RunView], console: Console | None = None) -> None:
     """The runs side by side, with what their numbers mean."""
-    console = console or Console()
+    console = console or output_console()
     header, rows = leaderboard(views)
-    table = Table(title="Leaderboard, best fast_1 against eager PyTorch first", title_justify="left")
+    table = plain_table()
     table.add_column(header[0])
     for name in header[1:]:
         table.add_column(name, justify="right", overflow="fold")
     for row in rows:
         table.add_row(*row)
-    console.print(table)
+    console.print(titled("Leaderboard, best fast_1 against eager PyTorch first", table))
     console.print(f"[dim]{LEGEND}[/]", highlight=False)
 
 
 def print_run_details(view: RunView, console: Console | None = None) -> None:
     """One run's verdicts per status, rejections per rule, pass@k and, for a re-judged run, the claims."""
-    console = console or Console()
+    console = console or output_console()
     summary = view.summary
     counts = summary.counts
     outcomes = ", ".join(f"{status_markup(s)} {n}" for s, n in counts.outcomes.items())

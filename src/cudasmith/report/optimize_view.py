@@ -9,11 +9,11 @@ from typing import Any
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from cudasmith.exec.base import describe_executor
 from cudasmith.harness.baselines import BASELINES
+from cudasmith.report.formats import output_console, plain_table
 from cudasmith.report.verdict_table import status_markup
 from cudasmith.search.state import Snapshot
 from cudasmith.store.summary import RunSummary
@@ -100,7 +100,7 @@ def live_view(title: str, terminal: bool, console: Console | None = None) -> Ite
 
 def print_summary(summary: RunSummary, console: Console | None = None) -> None:
     """The run's outcome: best kernel, candidates per outcome, cost, the judge's time, the verifier."""
-    console = console or Console(emoji=False, highlight=False)
+    console = console or output_console()
     best = summary.best
     headline = "no correct kernel found"
     if best is not None:
@@ -113,7 +113,7 @@ def print_summary(summary: RunSummary, console: Console | None = None) -> None:
     console.print(f"[bold]{escape(headline)}[/]")
     models = ", ".join(summary.models)
     console.print(escape(f"{summary.task} · {summary.strategy} · {models} · {summary.device}"), style="dim")
-    table = Table(show_edge=False, pad_edge=False, show_header=False)
+    table = plain_table(show_header=False)
     table.add_column(justify="left")
     table.add_column(justify="left")
     counts = summary.counts
@@ -123,7 +123,8 @@ def print_summary(summary: RunSummary, console: Console | None = None) -> None:
         ("candidates", f"{counts.candidates} in {plural(counts.rounds, 'round')}: {outcomes}"),
         (
             "judge",
-            f"{counts.judged} judged, {counts.cached} from the cache, busy {judge.busy_s:.1f} s, "
+            f"{counts.judged} judged, {counts.cached} from the cache, "
+            f"{judge.candidate_s:.1f} s of judging summed over candidates (several at once), "
             f"idle waiting for answers {judge.idle_waiting_s:.1f} s",
         ),
         *([("lanes", describe_executor(summary.executor))] if summary.executor else []),

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from cudasmith.harness.options import WARNING
 from cudasmith.harness.options import Progress as ProgressCallback
 
 # Without a terminal, a line when a phase starts (its first word changes: loading, checking, timing…),
@@ -28,6 +29,9 @@ class PhaseLines:
 
     def __call__(self, what: str, done: int, total: int) -> None:
         now = time.monotonic()
+        if what.startswith(WARNING):  # kept in view: never folded into the phase it came in
+            self.console.print(Text(what, style="yellow"), soft_wrap=True)
+            return
         phase = what.split(" ", 1)[0]
         if phase == self.phase and now - self.last_line < QUIET_LIMIT_S:
             return
@@ -49,6 +53,9 @@ def judge_progress(bar: bool = True, console: Console | None = None) -> Iterator
         task_id = progress.add_task("starting", total=1)
 
         def update(what: str, done: int, total: int) -> None:
+            if what.startswith(WARNING):  # printed above the bar, where it stays
+                progress.console.print(Text(what, style="yellow"))
+                return
             progress.update(task_id, description=what, completed=done, total=max(total, 1))
 
         yield update

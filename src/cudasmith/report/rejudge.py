@@ -12,14 +12,17 @@ or cheating, by rule.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from cudasmith.harness.verdict import Verdict
 from cudasmith.jsontypes import JsonDict
+from cudasmith.report.formats import plain_table, titled
 from cudasmith.store import CandidateRecord
 from cudasmith.store.integrity import TAMPERED_REASON
 from cudasmith.store.metrics import speedup_of
@@ -33,17 +36,10 @@ MIXED_MIN_SHARE = 0.05
 CUSTOM = "custom kernel"
 MIXED = "custom kernel + PyTorch"
 REWRITE = "PyTorch rewrite"
-COLUMNS = (
-    "task",
-    "sample",
-    "claimed",
-    "claimed speedup",
-    "verdict",
-    "KernelBench check",
-    "speedup",
-    "own share",
-    "PyTorch ops",
-)
+# A KernelBench run names its kernels by task and sample; a folder of the suite's layout, by file.
+KERNELBENCH_LAYOUT = "kernelbench"
+# Columns of free text, which wrap in a terminal too narrow for the table (elsewhere nothing wraps).
+WRAPPING_COLUMNS = ("task", "verdict", "PyTorch ops")
 # PyTorch operators named per kernel in the table, at most.
 SHOWN_OPS = 3
 
@@ -160,28 +156,44 @@ def _ops(ops: dict[str, int]) -> str:
     return ", ".join(names) + more if names else "–"
 
 
-def print_rejudge(kernels: list[RejudgedKernel], console: Console) -> None:
-    """The kernels with the run's claims beside the judge's answers, then the summary's counts."""
+def _columns(kernels: list[RejudgedKernel], layout: str) -> list[tuple[str, Callable[[RejudgedKernel], str]]]:
+    """The table's columns: the kernel named by its sample (KernelBench) or its file (a folder), the
+    run's claims where it made any, then what the judge says."""
+    named: tuple[str, Callable[[RejudgedKernel], str]] = (
+        ("sample", lambda k: str(k.sample)) if layout == KERNELBENCH_LAYOUT else ("file", lambda k: k.file)
+    )
+    columns: list[tuple[str, Callable[[RejudgedKernel], str]]] = [("task", lambda k: k.task), named]
+    if any(k.claimed_correct is not None or k.claimed_speedup is not None for k in kernels):
+        columns += [
+            ("claimed", lambda k: _claim(k.claimed_correct)),
+            ("claimed speedup", lambda k: _times(k.claimed_speedup)),
+        ]
+    columns.append(("verdict", lambda k: k.kind))
+    if any(k.kernelbench_tolerance is not None for k in kernels):
+        columns.append(("KernelBench check", lambda k: _kernelbench(k.kernelbench_tolerance)))
+    columns += [
+        ("speedup", lambda k: _times(k.speedup)),
+        ("own share", lambda k: "–" if k.own_share is None else f"{100 * k.own_share:.0f} %"),
+        ("PyTorch ops", lambda k: _ops(k.torch_ops)),
+    ]
+    return columns
+
+
+def print_rejudge(kernels: list[RejudgedKernel], console: Console, layout: str = KERNELBENCH_LAYOUT) -> None:
+    """The kernels with the run's claims (where it made any) beside the judge's answers, then the
+    summary's counts. `layout`: the folder's (bench/layout.py), which says how a kernel is named."""
     if not kernels:
         return
     summary = summarize_rejudge(kernels)
-    table = Table(title=f"Re-judged under {summary.rules} rules", title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column, justify="right" if "speedup" in column or "share" in column else "left")
+    judged = "Re-judged" if layout == KERNELBENCH_LAYOUT else "Judged"
+    table = plain_table()
+    columns = _columns(kernels, layout)
+    for name, _ in columns:
+        justify: Literal["left", "right"] = "right" if "speedup" in name or "share" in name else "left"
+        table.add_column(name, no_wrap=name not in WRAPPING_COLUMNS, overflow="fold", justify=justify)
     for kernel in kernels:
-        share = "–" if kernel.own_share is None else f"{100 * kernel.own_share:.0f} %"
-        table.add_row(
-            kernel.task,
-            str(kernel.sample),
-            _claim(kernel.claimed_correct),
-            _times(kernel.claimed_speedup),
-            kernel.kind,
-            _kernelbench(kernel.kernelbench_tolerance),
-            _times(kernel.speedup),
-            share,
-            _ops(kernel.torch_ops),
-        )
-    console.print(table)
+        table.add_row(*(escape(cell(kernel)) for _, cell in columns))
+    console.print(titled(f"{judged} under {summary.rules} rules", table))
     of = "called correct by the run" if summary.claimed_correct is not None else "judged"
     total = summary.claimed_correct if summary.claimed_correct is not None else len(kernels)
     fell = sum(summary.wrong_or_cheating.values())

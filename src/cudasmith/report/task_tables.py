@@ -9,7 +9,14 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from cudasmith.harness.task_details import TaskDetails
-from cudasmith.report.formats import config_text, flop_count, milliseconds, plain_table
+from cudasmith.report.formats import (
+    config_text,
+    flop_count,
+    milliseconds,
+    output_console,
+    plain_table,
+    titled,
+)
 from cudasmith.tasks.catalog import TaskRow
 from cudasmith.wording import byte_size, plural
 
@@ -22,7 +29,7 @@ def print_task_list(
 ) -> None:
     """One row per task (its description wrapped under its name), then the count per level and the
     files that were not loaded."""
-    console = console or Console()
+    console = console or output_console()
     table = plain_table()
     table.add_column("task", ratio=1)
     table.add_column("dtype", no_wrap=True)
@@ -52,7 +59,7 @@ def print_task_list(
 
 def print_task_details(details: TaskDetails, source: bool = True, console: Console | None = None) -> None:
     """A task's summary, its reference source, and per-config sizes, work and roofline."""
-    console = console or Console()
+    console = console or output_console()
     console.print(f"[bold]{details['name']}[/]  {details['description']}", highlight=False)
     judged = "its validator" if details["validator"] else "numeric comparison against float64"
     torch_ops = "allowed" if details["allowed_torch_ops"] == "all" else "refused"
@@ -76,14 +83,17 @@ def print_task_details(details: TaskDetails, source: bool = True, console: Conso
         )
     console.print(f"[dim]{details['path']}[/]", highlight=False)
     if source:
-        console.print(Syntax(details["source"], "python", line_numbers=False, word_wrap=True))
+        # As written, never wrapped or cut at the console's width (soft_wrap): copied code must still run.
+        code = Syntax(details["source"], "python").highlight(details["source"])
+        code.rstrip()
+        console.print(code, soft_wrap=True)
     figures = details["config_figures"]
-    sizes = plain_table(title="sizes", title_justify="left")
+    sizes = plain_table()
     sizes.add_column("#", no_wrap=True, justify="right")
     sizes.add_column("config", ratio=1, overflow="fold")
     for column in ("inputs", "weights", "outputs"):
         sizes.add_column(column, no_wrap=True, justify="right")
-    work = plain_table(title="work and roofline", title_justify="left")
+    work = plain_table()
     for column in ("#", "FLOPs", "bytes moved", "FLOP/B", "SOL", "floor"):
         work.add_column(column, no_wrap=True, justify="right")
     for figure in figures:
@@ -104,8 +114,8 @@ def print_task_details(details: TaskDetails, source: bool = True, console: Conso
             milliseconds(figure.get("sol_ms")),
             milliseconds(figure.get("floor_ms")),
         )
-    console.print(sizes)
-    console.print(work)
+    console.print(titled("sizes", sizes))
+    console.print(titled("work and roofline", work))
     if details["hidden"]:
         console.print(f"[dim]{details['hidden']}.[/]", highlight=False)
     partial = [figure for figure in figures if "unknown" in figure]

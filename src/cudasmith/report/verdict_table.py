@@ -13,7 +13,7 @@ from rich.text import Text
 
 from cudasmith.harness.baselines import BASELINES
 from cudasmith.harness.verdict import ConfigResult, Verdict
-from cudasmith.report.formats import config_text, milliseconds, plain_table
+from cudasmith.report.formats import config_text, milliseconds, output_console, plain_table, titled
 from cudasmith.wording import plural
 
 STATUS_STYLE = {
@@ -49,10 +49,11 @@ TRACEBACK_STATUSES = ("compile_error", "runtime_error")
 
 
 def _speedup(speedup: float | None, noisy_range: list[float] | None) -> str:
-    """`1.93x`, with its range where the timing was noisy: `1.93x (0.90–3.10)`."""
+    """`1.93x`, with its range where the timing was noisy, to three figures: `1.93x (0.9–3.1)`,
+    `101.97x (62–195)` (short enough that a config table with % SOL fits 80 columns)."""
     if speedup is None:
         return "–"
-    return f"{speedup:.2f}x" + ("" if noisy_range is None else " ({:.2f}–{:.2f})".format(*noisy_range))
+    return f"{speedup:.2f}x" + ("" if noisy_range is None else " ({:.3g}–{:.3g})".format(*noisy_range))
 
 
 def _config_table(verdict: Verdict) -> Table:
@@ -101,7 +102,7 @@ def _block(console: Console, title: str, text: str) -> None:
 
 def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
     """The verdict as a short header and one row per config, then what the solution printed."""
-    console = console or Console()
+    console = console or output_console()
     console.print(f"{status_markup(verdict.status)}  {escape(verdict.reason)}", highlight=False)
     console.print(
         escape(f"{verdict.task} · {verdict.solution} · {verdict.device} · {verdict.wall_s:.1f} s"),
@@ -117,6 +118,10 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
         graph = ", CUDA-graph replays" if verdict.timing.launch == "graph" else ""
         sol = "; % SOL: of this device's measured peaks (cudasmith device)" if verdict.peaks else ""
         console.print(f"[dim]timed with {verdict.timing.l2_state} L2{graph}{sol}[/]")
+        for doubt in verdict.peaks.doubts() if verdict.peaks else []:
+            console.print(
+                f"[yellow]% SOL of matrix work inflated: {escape(doubt)} (cudasmith device --remeasure)[/]"
+            )
     for skipped in verdict.skipped_configs:
         console.print(f"[dim]skipped config {skipped.index}: {escape(skipped.reason)}[/]")
     for note in verdict.notes:
@@ -135,8 +140,8 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
 
 def print_summary(verdicts: list[Verdict], console: Console | None = None) -> None:
     """One row per verdict of a session: status, speedup against eager PyTorch, wall time."""
-    console = console or Console()
-    table = Table(title=f"{len(verdicts)} solutions", show_edge=False, pad_edge=False)
+    console = console or output_console()
+    table = plain_table()
     for column in ("solution", "status", "speedup", "wall"):
         table.add_column(column, justify="left" if column in {"solution", "status"} else "right")
     for verdict in verdicts:
@@ -148,7 +153,7 @@ def print_summary(verdicts: list[Verdict], console: Console | None = None) -> No
             ),
             f"{verdict.wall_s:.1f} s",
         )
-    console.print(table)
+    console.print(titled(f"{len(verdicts)} solutions", table))
     correct = sum(1 for v in verdicts if v.correct)
     console.print(
         f"[dim]{correct} of {len(verdicts)} correct; speedups against {verdicts[0].baseline} (geometric mean)[/]"

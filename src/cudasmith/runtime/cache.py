@@ -13,12 +13,15 @@ from pathlib import Path
 from cudasmith.errors import UsageError
 from cudasmith.runtime import seal
 
-# What each kind of cache folder holds, as `cudasmith cache` describes it.
+# What each kind of cache folder holds, as `cudasmith cache` describes it. What a judged solution compiles
+# goes into its own folder under extensions/ (see cache_dir and extension_root), never into cuda/ or cpu/.
 CACHE_KINDS = {
-    "cuda": "CUDA kernels compiled by NVRTC (compile_cuda)",
-    "cpu": "C and C++ kernels compiled by the system compiler (compile_c)",
-    "extensions": "torch.utils.cpp_extension builds (load_inline, load), one folder per solution",
-    "baselines": "the last session's baseline times per task, config and device, shown beside fresh ones",
+    "cuda": "CUDA kernels NVRTC compiled (compile_cuda) outside a judged solution: the judge's own, your scripts'",
+    "cpu": "C and C++ kernels the system compiler built (compile_c) outside a judged solution",
+    "extensions": "what each judged solution built, a folder per solution: its compile_c and compile_cuda "
+    "kernels and torch extensions (load_inline, load)",
+    "baselines": "baseline times of earlier sessions per task, config and device (a seed for time limits, "
+    "shown beside fresh ones); kept only when timed quietly, so a busy machine keeps none",
     "device": "measured device peaks and the calibrated kernel launch cost",
 }
 # Set in a candidate's worker to its solution's build folder (see extension_root): a sandboxed worker

@@ -21,6 +21,7 @@ from cudasmith.llm import request_for
 from cudasmith.search.convert import candidate_from_record, no_solution_verdict, request_to_dict
 from cudasmith.search.novelty import NoveltyFilter
 from cudasmith.search.resources import describe_resources, ptxas_resources
+from cudasmith.search.run_folder import write_code
 from cudasmith.search.state import Search
 from cudasmith.search.strategies.base import SearchCandidate, best, rank
 from cudasmith.search.verifier import PRIORITY, parse_opinion, verifier_prompt
@@ -75,6 +76,9 @@ class Admission:
             candidate.verdict = verdict
             self._observe(candidate, None)
             return
+        # Every candidate with code has its file in the run's folder, a repeat or a cached one too.
+        path = write_code(self.s.run_dir, candidate.id, candidate.source)
+        store.update_candidate(candidate.id, path=str(path))
         if self.s.novelty and (why := self.novelty.why_not_novel(candidate.source, near)):
             store.update_candidate(candidate.id, skipped=why)
             candidate.skipped = why
@@ -88,10 +92,6 @@ class Admission:
             candidate.verdict = store.candidate(candidate.id).verdict
             self._observe(candidate, None)
             return
-        path = self.s.run_dir / self.s.file_name(record.key, candidate.id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(candidate.source)
-        store.update_candidate(candidate.id, path=str(path))
         self.waiting[candidate.id] = candidate
         self.paths[candidate.id] = path
         self.queue.append(candidate.id)

@@ -21,7 +21,6 @@ from cudasmith.errors import BudgetExhausted, LLMError, UsageError
 from cudasmith.exec import make_executor
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.harness.verdict import Verdict
-from cudasmith.harness.wire.status import Status
 from cudasmith.jsontypes import JsonDict
 from cudasmith.llm import LLMConfig, load_llm_config, make_client
 from cudasmith.llm.base import Completion
@@ -45,19 +44,26 @@ from cudasmith.wording import plural
 
 @dataclass
 class JudgedAnswer:
-    """One answer of the model: what it cost, the solution found in it, and the judge's verdict."""
+    """One answer of the model: what it cost, the solution found in it, and the judge's verdict; or, for
+    an answer that repeats an earlier one, why it was skipped (as optimize skips it: never judged)."""
 
-    index: int
+    # Its number, as its files in the run folder (candidate_N.*) and every summary name it.
+    candidate: int
     completion: Completion
     parsed: ParsedAnswer
-    verdict: Verdict
+    verdict: Verdict | None
     path: Path | None
+    skipped: str | None = None
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict is not None and self.verdict.correct
 
     def to_dict(self) -> JsonDict:
         """The JSON form."""
         answer = self.completion
         return {
-            "index": self.index,
+            "candidate": self.candidate,
             "file": None if self.path is None else str(self.path),
             # The answer's fields but its text (its file holds the code, its response.md the answer).
             "finish_reason": answer.finish_reason,
@@ -68,7 +74,8 @@ class JudgedAnswer:
             "latency_s": answer.latency_s,
             "extra": answer.extra,
             "parse": {"kind": self.parsed.kind, "reason": self.parsed.reason, "notes": self.parsed.notes},
-            "verdict": self.verdict.to_dict(),
+            "verdict": None if self.verdict is None else self.verdict.to_dict(),
+            "skipped": self.skipped,
         }
 
 
@@ -88,8 +95,8 @@ class AskResult:
     @property
     def best(self) -> JudgedAnswer | None:
         """The fastest correct candidate (the first correct one when none was timed)."""
-        correct = [c for c in self.candidates if c.verdict.correct]
-        return max(correct, key=lambda c: c.verdict.speedup or 0.0, default=None)
+        correct = [c for c in self.candidates if c.verdict is not None and c.verdict.correct]
+        return max(correct, key=lambda c: (c.verdict.speedup if c.verdict else None) or 0.0, default=None)
 
     def to_dict(self) -> JsonDict:
         """The JSON form, as `cudasmith ask --json` prints it and summary.json keeps it."""
@@ -99,7 +106,7 @@ class AskResult:
             "model": self.model,
             "task": self.task,
             "device": self.device,
-            "best": None if best is None else best.index,
+            "best": None if best is None else best.candidate,
             "usage": asdict(self.usage),
             "errors": self.errors,
             "wall_s": self.wall_s,
@@ -119,30 +126,22 @@ def load_problem_or_task(problem: Problem | str | Path, problem_dir: str | Path 
     return problem if isinstance(problem, Problem) else find_named(problem, problem_dir)
 
 
-def _candidate_file(key: str, candidate_id: int) -> str:
-    return f"candidate_{key.rsplit('/', 1)[-1]}.py"
-
-
-def _candidates(search: Any, run_dir: Path) -> list[JudgedAnswer]:
-    """The run's candidates as `ask` reports them, their answers and verdicts also written as files."""
+def _candidates(search: Search) -> list[JudgedAnswer]:
+    """The run's candidates as `ask` reports them (the driver wrote their files into the run folder)."""
     store, run_id = search.store, search.run.id
     completions = {c.id: c for call in store.calls(run_id, "propose") for c in call.completions}
     found = []
     for record in store.candidates(run_id):
-        index = int(record.key.rsplit("/", 1)[-1])
+        assert record.completion_id is not None, "every candidate of an ask comes from an answer"
         answer = completions[record.completion_id]
-        (run_dir / f"candidate_{index}.response.md").write_text(answer.text)
         parse = record.parse
         parsed = ParsedAnswer(
             record.source, parse.get("reason", ""), parse.get("kind", "none"), parse.get("notes", [])
         )
-        stored = None if record.verdict is None else record.verdict.to_dict()
-        (run_dir / f"candidate_{index}.verdict.json").write_text(json.dumps(stored, indent=2) + "\n")
-        verdict = record.verdict or Verdict(Status.COMPILE_ERROR, "not judged", "", "", "")
+        verdict = record.verdict
         path = None if record.path is None else Path(record.path)
-        found.append(
-            JudgedAnswer(index, Completion.from_dict(answer.completion_dict()), parsed, verdict, path)
-        )
+        completion = Completion.from_dict(answer.completion_dict())
+        found.append(JudgedAnswer(record.id, completion, parsed, verdict, path, record.skipped))
     return found
 
 
@@ -224,12 +223,10 @@ def ask(
             options=options,
             cache_key=cache_key(problem, options, run.device_name),
             run_dir=run_dir,
-            novelty=False,
-            file_name=_candidate_file,
             on_change=judged,
         )
         outcome = asyncio.run(drive(search))
-    candidates = _candidates(search, run_dir)
+    candidates = _candidates(search)
     if not candidates and outcome.failures:
         # A run that got no answer holds only the prompt, which `cudasmith prompt` prints again.
         failure = outcome.failures[0]

@@ -28,6 +28,7 @@ from cudasmith.search.convert import (
     request_to_dict,
 )
 from cudasmith.search.parsing import parse_answer
+from cudasmith.search.run_folder import write_answer, write_verdict
 from cudasmith.search.state import Outcome, Search, Snapshot
 from cudasmith.search.strategies.base import Proposal, SearchCandidate, best
 from cudasmith.store import CallRecord, CandidateRecord, code_hash
@@ -217,17 +218,17 @@ class Driver:
         records = []
         for completion in answered.completions:
             parsed = parse_answer(completion.text, proposal.parent_source, completion.finish_reason)
-            records.append(
-                self._add(
-                    proposal,
-                    completion.index,
-                    "llm",
-                    parsed.source,
-                    completion_id=completion.id,
-                    parse={"kind": parsed.kind, "reason": parsed.reason, "notes": parsed.notes},
-                    meta={"model": answered.model},
-                )
+            record = self._add(
+                proposal,
+                completion.index,
+                "llm",
+                parsed.source,
+                completion_id=completion.id,
+                parse={"kind": parsed.kind, "reason": parsed.reason, "notes": parsed.notes},
+                meta={"model": answered.model},
             )
+            write_answer(self.s.run_dir, record.id, completion.text)
+            records.append(record)
         self._admit_all(proposal, records)
 
     # Candidates: novelty, cache, verifier, judge.
@@ -248,6 +249,8 @@ class Driver:
             self.s.store.update_candidate(candidate.id, observed=observed)
         self.observed = max(self.observed, observed + 1)
         self.s.context.candidates[candidate.id] = candidate
+        if candidate.verdict is not None:
+            write_verdict(self.s.run_dir, candidate.id, candidate.verdict.to_dict())
         if candidate.model is not None and candidate.verdict is not None:
             self.s.ensemble.record_verdict(candidate.model, candidate.correct)
         waiting = self.unsettled.get(candidate.proposal, set())

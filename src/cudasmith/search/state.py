@@ -34,10 +34,8 @@ class Search:
     run_dir: Path
     verifier: str | None = None
     on_change: Callable[[Snapshot], None] | None = None
-    # Refuse candidates that repeat earlier ones before judging them (`ask` judges every answer).
+    # Refuse candidates that repeat earlier ones before judging them.
     novelty: bool = True
-    # The name of a candidate's file in the run directory, from its key and id.
-    file_name: Callable[[str, int], str] = lambda key, candidate_id: f"c{candidate_id}.py"
 
 
 @dataclass

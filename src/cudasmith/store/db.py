@@ -147,10 +147,10 @@ class RunStore:
         return run
 
     def run(self, run_id: str) -> Run:
-        """A stored run; a UsageError naming the latest runs when there is no such run."""
+        """A stored run; a UsageError naming the latest runs, newest first, when there is no such run."""
         rows = self._rows("SELECT * FROM runs WHERE id = ?", run_id)
         if not rows:
-            latest = ", ".join(r.id for r in self.runs()[-3:]) or "none yet"
+            latest = ", ".join(r.id for r in reversed(self.runs()[-3:])) or "none yet"
             raise UsageError(f"no run {run_id!r} in {self.path} (latest: {latest})")
         return Run.from_row(rows[0])
 

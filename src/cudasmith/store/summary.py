@@ -177,7 +177,9 @@ class CallStats:
 class JudgeTime:
     """Seconds the judge spent on the run's verdicts, and seconds it sat idle waiting for answers."""
 
-    busy_s: float = 0.0
+    # Each verdict's judging time, summed: a lane judges several candidates at once, so this exceeds the
+    # wall time (`executor.wall_s`) by about the candidates in flight.
+    candidate_s: float = 0.0
     idle_waiting_s: float = 0.0
 
 
@@ -357,7 +359,8 @@ def best_kernel(attempts: list[Attempt]) -> BestKernel | None:
     assert verdict is not None
     return BestKernel(
         top.candidate,
-        top.round,
+        # Counted from 1, as the live panel counts rounds (the store counts from 0).
+        None if top.round is None else top.round + 1,
         top.model,
         speedup_of(verdict),
         dict(verdict.speedups),

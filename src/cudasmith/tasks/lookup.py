@@ -55,6 +55,8 @@ def find_problem_file(
     if problem is not None:
         if problem_dir is not None:
             raise UsageError("--from DIR goes with a task name from that directory, not with --problem FILE")
+        if not Path(problem).is_file():
+            raise UsageError(f"problem file not found: {problem}")
         return Path(problem), None
     assert task is not None
     if problem_dir is not None:
@@ -69,7 +71,12 @@ def find_problem_file(
 
 def find_named(name: str | Path, problem_dir: str | Path | None = None) -> Problem:
     """A TASK argument: a problem file's path, or a task name (built-in, or of `problem_dir`)."""
+    return load_problem(*find_named_file(name, problem_dir))
+
+
+def find_named_file(name: str | Path, problem_dir: str | Path | None = None) -> tuple[Path, str | None]:
+    """What find_named loads, read from the disk only (nothing of torch): the file and its name."""
     path = Path(name)
     if isinstance(name, Path) or path.suffix == ".py" or path.is_file():
-        return find_problem(problem=path, problem_dir=problem_dir)
-    return find_problem(task=str(name), problem_dir=problem_dir)
+        return find_problem_file(problem=path, problem_dir=problem_dir)
+    return find_problem_file(task=str(name), problem_dir=problem_dir)

@@ -175,6 +175,17 @@ def load_problem(path: str | Path, name: str | None = None) -> Problem:
     return problem_from_module(module, path, name or path.stem)
 
 
+def solution_file(path: str | Path) -> Path:
+    """A solution file as named, checked before anything is judged: one that exists and is a Python file
+    (.py); a one-line UsageError naming it as given otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"solution file not found: {path}" if not path.exists() else f"{path} is not a file")
+    if path.suffix != ".py":
+        raise UsageError(f"{path} is not a Python file: a solution is a .py file that defines ModelNew")
+    return path
+
+
 def close_names(name: str, names: list[str]) -> str:
     """'did you mean a, b? ' for the names close to `name` (the start of an error's advice), else ''."""
     close = difflib.get_close_matches(name, names, n=3)

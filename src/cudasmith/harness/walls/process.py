@@ -198,6 +198,8 @@ class WorkerProcess:
         # Candidate code runs confined to a scratch folder of its own (scratch.py, sandbox.py), which is also
         # its working folder: what it (or a library for it) writes by a relative path lands there.
         self.scratch = None
+        # The solution's copy in the scratch folder, as the worker names it (its messages, tracebacks).
+        self.staged: str | None = None
         if self.role == "candidate":
             setup = replace(setup, problem=str(Path(setup.problem).resolve()))
             self.scratch = Scratch(Path(setup.problem))
@@ -268,8 +270,8 @@ class WorkerProcess:
         """Send a request without waiting; returns its id."""
         request_id = next(self._ids)
         if isinstance(request, LoadSolution) and self.scratch is not None:
-            staged = self.scratch.stage(Path(request.solution))
-            request = replace(request, solution=str(staged), origin=request.solution)
+            self.staged = str(self.scratch.stage(Path(request.solution)))
+            request = replace(request, solution=self.staged, origin=request.solution)
         self._expected[request_id] = type(request)
         with contextlib.suppress(OSError):  # the worker is gone; wait() reports how
             protocol.send(self.requests, request_header(request, request_id))
