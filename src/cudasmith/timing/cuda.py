@@ -342,8 +342,14 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         kit.prepare_flush()
     stream = clock.current_stream()
     # Bound before the first call: between a call's return and its check (hooks.called) nothing is looked up.
-    called, partial = hooks.called, functools.partial
-    warm_up(run, n_sets, plan, clock.cuda_synchronize, hooks)
+    called, partial, perf = hooks.called, functools.partial, clock.perf_counter
+
+    def issued(index: int) -> tuple[float, Any]:  # a warm-up call: the host's time to issue it
+        begin = perf()
+        output = run(index)
+        return (perf() - begin) * 1e3, output
+
+    warmup_calls, warmup_ms = warm_up(issued, n_sets, plan, clock.cuda_synchronize, hooks)
     call = _graph_replayer(run, n_sets, called) if plan.launch == "graph" else run
     warmed = clock.perf_counter()
     events = (clock.Event(enable_timing=True), clock.Event(enable_timing=True))
@@ -455,4 +461,6 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         discarded=discarded,
         warnings=warnings,
         phases_s=phases,
+        warmup_calls=warmup_calls,
+        warmup_ms=warmup_ms,
     )

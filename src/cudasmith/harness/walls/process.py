@@ -200,7 +200,7 @@ class WorkerProcess:
         self.scratch = None
         if self.role == "candidate":
             setup = replace(setup, problem=str(Path(setup.problem).resolve()))
-            self.scratch = Scratch(Path(setup.problem))
+            self.scratch = Scratch(Path(setup.problem), self.token)
         env = {**(env or {}), **(self.scratch.env() if self.scratch is not None else {})}
         worker_fds = f"{request_read},{reply_write}"
         self.process = subprocess.Popen(
@@ -268,8 +268,9 @@ class WorkerProcess:
         """Send a request without waiting; returns its id."""
         request_id = next(self._ids)
         if isinstance(request, LoadSolution) and self.scratch is not None:
-            staged = self.scratch.stage(Path(request.solution))
-            request = replace(request, solution=str(staged), origin=request.solution)
+            landlock = str(self.status("filesystem") or "").startswith("landlock")
+            staged, build = self.scratch.stage(Path(request.solution), landlock)
+            request = replace(request, solution=str(staged), origin=request.solution, build=str(build))
         self._expected[request_id] = type(request)
         with contextlib.suppress(OSError):  # the worker is gone; wait() reports how
             protocol.send(self.requests, request_header(request, request_id))
@@ -399,6 +400,13 @@ class WorkerProcess:
         """Why the worker stopped answering, once the supervisor has reported."""
         self.kill()
         code = self.status("exit")
+        if self.status("confinement_refused"):
+            return WorkerFailure(
+                Status.RUNTIME_ERROR,
+                f"the judge could not confine the worker ({self.status('filesystem') or 'no mechanism'}): "
+                "it did not run, nor anything of the solution",
+                rule=Rule.INFRASTRUCTURE,
+            )
         if code is None:
             return WorkerFailure(
                 Status.REJECTED, f"the worker's supervisor was killed while {what}", rule=Rule.FORGED_RESULTS

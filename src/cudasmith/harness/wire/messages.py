@@ -48,14 +48,15 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class TimeSpec:
-    """Timing one config: the input sets to rotate through, the plan, and how many outputs to keep."""
+    """Timing one config: the input sets to rotate through, the plan, and how many bytes of the timed calls'
+    outputs a candidate's worker keeps for the parent to draw re-checks from (0: none, a baseline's)."""
 
     config_index: int
     config: Config
     init_seed: int
     input_seeds: tuple[int, ...]
     plan: TimingPlan
-    checks: int = 0
+    retain_bytes: int = 0
     # For a reference worker: which baseline to time ("eager", "compile", …).
     baseline: str = "eager"
     # Module parameters drawn by the judge, as the config's correctness checks had them.
@@ -118,9 +119,40 @@ class Failed:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A candidate worker ready for its solution, on the named device."""
+    """A candidate worker ready for its solution, on the named device; on the CPU, the thread that will
+    make its timed calls (timing/calling.py), by its id in /proc: started now, before any solution."""
 
     device_name: str
+    call_thread: int | None = None
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """The judge's own empty calls timed by the timing protocol before any solution loaded, measured by the
+    worker itself (nothing of a candidate's has run in it yet): the calls (warm-up included) and samples, their
+    own times added up as the protocol takes them (on a GPU the host's time to issue each and its GPU span),
+    the samples' share of the wall time, and on the CPU the call thread's CPU time. What a call costs beyond
+    its own time, which the parent's clock check allows for (harness/bracket.py)."""
+
+    calls: int
+    samples: int
+    claimed_ms: float
+    sampled_ms: float
+    sampling_s: float
+    call_cpu_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a candidate's worker owes each reply while the defences are on: that its recording of what ran
+    was whole, how many integrity checks it ran, how many threads the last one saw, and (timed calls) how
+    many calls the recording saw inside the markers it puts around them. A reply without it, or with less
+    than its calls need, is judge state tampered with (harness/rechecks.py)."""
+
+    recorded: bool
+    checks: int
+    threads: int
+    marked_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,11 +198,14 @@ class Ran:
     gpu_ns: int = 0
     # The fresh perturbation the inputs had (Run.fresh_perturbation), for the reference computed after.
     perturb: int | None = None
+    # None when the worker's defences were off (a rejection while the parent's are on).
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True)
 class TimedCheck:
-    """A timed call whose outputs were kept: its sample, its input set and perturbation, its outputs."""
+    """A timed call whose outputs were kept for the parent to draw from: its sample, its input set and
+    perturbation, how many outputs."""
 
     call: int
     set: int
@@ -185,7 +220,8 @@ class TimedCheck:
 @dataclass(frozen=True)
 class Timed:
     """A measurement (rebuilt from its raw samples: the statistics are the parent's) and, for a candidate,
-    the kept outputs of timed calls and what ran in them."""
+    the kept outputs of its timed calls (every one, as many as fit: the parent draws which to re-check once
+    the worker is stopped) and what ran in them."""
 
     measurement: Measurement
     input_sets: int = 0
@@ -195,6 +231,7 @@ class Timed:
     library_kernels: list[str] = field(default_factory=list)
     torch_ops: dict[str, int] = field(default_factory=dict)
     compute_ns: int = 0
+    evidence: Evidence | None = None
 
     def __post_init__(self) -> None:
         # The judge computes the statistics from the samples: there must be some, and each a time.
@@ -289,6 +326,13 @@ class Prepare(BaseRequest, op="prepare", reply=Prepared):
 
 
 @dataclass(frozen=True)
+class Calibrate(BaseRequest, op="calibrate", reply=Calibrated):
+    """Time the judge's empty function (CPU) or empty kernel (GPU) by `plan`, before any solution loads."""
+
+    plan: TimingPlan
+
+
+@dataclass(frozen=True)
 class LoadSolution(BaseRequest, op="load_solution", reply=Ack):
     """Install the guard, take the snapshot, import the solution."""
 
@@ -297,6 +341,9 @@ class LoadSolution(BaseRequest, op="load_solution", reply=Ack):
     # Where the parent found the solution, when the worker is given a copy (its scratch folder's): the
     # solution's own folder for the audit.
     origin: str = ""
+    # The folder the worker builds the solution's kernels in, which the parent gave it (walls/scratch.py);
+    # empty: the solution's folder of the build cache, worked out by the worker.
+    build: str = ""
 
 
 @dataclass(frozen=True)
@@ -387,6 +434,7 @@ class MeasurePeaks(BaseRequest, op="peaks", reply=PeaksMeasured):
 Request = (
     Ping
     | Prepare
+    | Calibrate
     | LoadSolution
     | Construct
     | Run
