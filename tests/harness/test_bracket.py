@@ -13,7 +13,7 @@ from cudasmith.harness.bracket import (
     faster_than_clock,
 )
 from cudasmith.harness.walls.cputime import ThreadTimes, thread_times
-from cudasmith.harness.wire.messages import Calibrated, Timed
+from cudasmith.harness.wire.outputs import Calibrated, Timed
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
 CPU_CALIBRATION = Calibration(call_thread=1, cpu_per_call_s=20e-6, wall_per_sample_s=0.0)

@@ -19,16 +19,14 @@ from cudasmith.harness.wire.messages import (
     Failed,
     InputSpec,
     LoadSolution,
-    OutputRef,
-    Ran,
     Run,
     Time,
-    Timed,
     TimeSpec,
     read_reply,
     read_request,
     request_header,
 )
+from cudasmith.harness.wire.outputs import OutputRef, Ran, Timed
 from cudasmith.harness.wire.status import Status
 from cudasmith.timing.protocol import Measurement, TimingPlan
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from cudasmith.harness.wire.messages import OutputRef
+from cudasmith.harness.wire.outputs import OutputRef
 from cudasmith.harness.wire.shared_memory import shared_memory_folder
 from cudasmith.harness.wire.transfer import (
     Exporter,

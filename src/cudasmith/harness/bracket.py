@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from cudasmith.harness.walls.cputime import ThreadTimes, thread_times
 from cudasmith.harness.walls.process import WorkerProcess
-from cudasmith.harness.wire.messages import Calibrated, Timed
+from cudasmith.harness.wire.outputs import Calibrated, Timed
 from cudasmith.timing.protocol import TimingPlan
 
 # CPU: a call's cost beyond its own time may be this many times the calibrated one, and at least this much

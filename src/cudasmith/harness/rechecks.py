@@ -26,7 +26,8 @@ from cudasmith.harness.oracle import Oracle
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.walls.pausing import pause_workers
 from cudasmith.harness.walls.process import WorkerProcess
-from cudasmith.harness.wire.messages import Evidence, Timed, TimeSpec
+from cudasmith.harness.wire.messages import TimeSpec
+from cudasmith.harness.wire.outputs import Evidence, Timed
 from cudasmith.harness.wire.status import Rule, Status
 
 # The bytes of timed outputs a candidate's worker keeps for the parent's draw: device memory on a GPU,

@@ -47,7 +47,8 @@ from cudasmith.harness.timed import time_ahead, time_candidate
 from cudasmith.harness.verdict import ConfigResult, Failure, SkippedConfig, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls import sandbox
-from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess, visible_gpu
+from cudasmith.harness.walls.environment import visible_gpu
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.hidden import for_session

@@ -27,7 +27,8 @@ from cudasmith.harness.rechecks import frozen_recheck, kept_enough, missing_evid
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.wire.messages import Failed, Time, Timed, TimeSpec
+from cudasmith.harness.wire.messages import Failed, Time, TimeSpec
+from cudasmith.harness.wire.outputs import Timed
 from cudasmith.harness.wire.results import Timing, TimingReport
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.inputs import derive_seed

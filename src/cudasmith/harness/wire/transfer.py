@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from cudasmith.harness.wire.messages import OutputRef
+from cudasmith.harness.wire.outputs import OutputRef
 from cudasmith.harness.wire.protocol import dtype_name, wire_dtypes
 from cudasmith.harness.wire.shared_memory import SHM_DIR, SHM_PREFIX, own_shared_memory, shared_memory_folder
 

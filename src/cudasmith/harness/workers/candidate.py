@@ -23,7 +23,6 @@ from cudasmith.harness.wire.messages import (
     Ack,
     Calibrate,
     Construct,
-    Evidence,
     Finish,
     LoadSolution,
     Ping,
@@ -34,6 +33,7 @@ from cudasmith.harness.wire.messages import (
     Time,
     WorkerSetup,
 )
+from cudasmith.harness.wire.outputs import Evidence
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.harness.wire.transfer import Exporter
 from cudasmith.harness.workers import audit, file_guard, origins

@@ -17,20 +17,9 @@ from typing import Any, Protocol
 import torch
 
 from cudasmith.errors import HarnessError
-from cudasmith.harness.wire.messages import (
-    Calibrate,
-    Calibrated,
-    Construct,
-    Constructed,
-    Evidence,
-    InputSpec,
-    Ran,
-    Run,
-    Time,
-    TimedCheck,
-    TimeSpec,
-)
-from cudasmith.harness.wire.messages import Timed as TimedReply
+from cudasmith.harness.wire.messages import Calibrate, Construct, Constructed, InputSpec, Run, Time, TimeSpec
+from cudasmith.harness.wire.outputs import Calibrated, Evidence, Ran, TimedCheck
+from cudasmith.harness.wire.outputs import Timed as TimedReply
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.harness.wire.transfer import Exporter
 from cudasmith.harness.workers.calls import (

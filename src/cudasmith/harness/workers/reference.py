@@ -36,11 +36,11 @@ from cudasmith.harness.wire.messages import (
     ProblemLoaded,
     ReferenceNotes,
     Time,
-    Timed,
     TimeSpec,
     WorkerSetup,
 )
 from cudasmith.harness.wire.messages import Reference as ReferenceRequest
+from cudasmith.harness.wire.outputs import Timed
 from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.harness.wire.transfer import TransferError, import_outputs
 from cudasmith.harness.workers.calls import TimedCalls, spec_inputs, timing_input_sets
