@@ -72,6 +72,17 @@ def test_on_a_gpu_spans_forged_down_leave_the_wall_unexplained() -> None:
     assert faster_than_clock(reading, GPU_CALIBRATION, forged, 0, gpu=True) is not None
 
 
+def test_on_a_gpu_a_launch_bound_kernel_s_check_after_each_call_is_allowed() -> None:
+    """Fifty 5 µs kernels a call, issued in half a millisecond, then the judge's integrity check (a
+    millisecond on a busy host), which the calibrated empty call did not have to run."""
+    samples = 400
+    honest = Timed(Measurement([0.25] * samples, "cupti", TimingPlan(warmup_ms=50.0), host_ms=[0.5] * samples,
+                               warmup_calls=70, warmup_ms=35.0), input_sets=4)  # fmt: skip
+    per_sample = 0.00025 + 0.0005 + 100e-6 + 0.0015
+    reading = Reading(wall_s=0.06 + samples * per_sample, call=None, main=ThreadTimes(0.0, 0.0, 0, 1e-9))
+    assert faster_than_clock(reading, GPU_CALIBRATION, honest, 0, gpu=True) is None
+
+
 def test_on_a_gpu_the_judges_own_traffic_and_waiting_for_a_core_are_allowed() -> None:
     """Perturbing a gigabyte of inputs and keeping the outputs takes wall time no span shows; so does the
     worker's main thread waiting for a core on a busy host."""

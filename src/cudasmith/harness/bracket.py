@@ -14,8 +14,9 @@ start time of each call, CUPTI's spans). What the parent reads cannot be rewritt
   as are claimed (it is scheduled in at least once per call).
 - On a GPU, the parent's wall time of the request, less the time the worker's main thread waited for a
   core: each sample's GPU span and the host's time to issue it, the per-sample cost calibrated on the
-  judge's empty call, the warm-up the plan allows, the judge's own traffic (perturbing the inputs,
-  keeping the outputs) and reading CUPTI's records must explain it within a factor of GPU_FACTOR.
+  judge's empty call and the integrity check after each call, the warm-up the plan allows, the judge's own
+  traffic (perturbing the inputs, keeping the outputs) and reading CUPTI's records must explain it within
+  a factor of GPU_FACTOR.
 
 What this cannot stop: a forger whose calls are faster than the allowance (a call shorter than the
 per-call slack on the CPU, or than the per-sample overheads on a GPU, moves the bound by less than its
@@ -45,10 +46,13 @@ CPU_REL_SLACK = 0.05
 # The call thread is scheduled in once per call at least; a few more calls claimed are forgiven.
 SLICE_SLACK = 2
 # GPU: the wall time the claims and the calibrated costs explain may be exceeded by this factor, plus this;
-# the judge's own traffic per sample is counted at this bandwidth (bytes per second), far under any GPU's.
+# the judge's own traffic per sample is counted at this bandwidth (bytes per second), far under any GPU's;
+# and each sample may cost this much more than the calibrated empty call's: the integrity check after each
+# call (which has nothing to check before a solution loads) and reading more CUPTI records.
 GPU_FACTOR = 1.5
 GPU_FIXED_S = 0.1
 GPU_JUDGE_BANDWIDTH = 100e9
+GPU_CHECK_ALLOWANCE_S = 2e-3
 # The judge's empty calls each worker times before its solution loads: samples, and warm-up calls.
 CALIBRATION_SAMPLES = 24
 CALIBRATION_WARMUP_CALLS = 2
@@ -158,7 +162,7 @@ def _gpu(reading: Reading, calibration: Calibration, reply: Timed, judge_bytes: 
     samples = len(measurement.samples_ms)
     host = measurement.host_ms if len(measurement.host_ms) == samples else [0.0] * samples
     per_sample = [(span + issued) / 1e3 for span, issued in zip(measurement.samples_ms, host, strict=True)]
-    overhead = calibration.wall_per_sample_s
+    overhead = calibration.wall_per_sample_s + GPU_CHECK_ALLOWANCE_S
     call = (statistics.median(per_sample) if per_sample else 0.0) + overhead
     first_calls = max(plan.warmup_calls, reply.input_sets or 1)
     if plan.launch == "graph":  # warm-up on a side stream and a capture per input set, beside the plan's
