@@ -19,11 +19,12 @@ from cudasmith.harness.wire.results import ScreenReport
 from cudasmith.harness.wire.status import Status
 from cudasmith.llm import load_llm_config
 from cudasmith.report.optimize_view import print_summary
-from cudasmith.search.config import OptimizeConfig
+from cudasmith.search.config import OptimizeConfig, SearchSettings
 from cudasmith.search.optimize import optimize
 from cudasmith.search.strategies.base import SearchCandidate, best
 from cudasmith.store import RunStore
-from cudasmith.store.metrics import Attempt, screened_only, screened_speedup_of, speedup_of, summarize
+from cudasmith.store.metrics import Attempt, screened_only, screened_speedup_of, speedup_of
+from cudasmith.store.summary import RunSummary, summarize
 from cudasmith.tasks.problem import Problem
 from cudasmith.timing.protocol import SCREEN_MARGIN
 
@@ -75,16 +76,16 @@ def answer(kind: str, speed: float, tag: str) -> str:
     return f'```python\nimport torch\nVERDICT = "{kind} {speed}"\n# {tag}\nclass ModelNew(torch.nn.Module):\n    pass\n```'
 
 
-def run(tmp_path: Path, answers: list[str], **config: object) -> dict[str, object]:
+def run(tmp_path: Path, answers: list[str], **config: object) -> RunSummary:
     recording = tmp_path / f"answers{len(list(tmp_path.glob('answers*')))}.jsonl"
     recording.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    search = OptimizeConfig(strategy="fsr", n=1, depth=len(answers), patience=len(answers), **config)
+    settings = SearchSettings(search=search, judge=EvalOptions(device="cpu"), llm=load_llm_config())
     result = optimize(
         PROBLEMS / "add_small.py",
         f"replay:{recording}",
-        device="cpu",
+        settings,
         store=tmp_path / "runs.db",
-        config=OptimizeConfig(strategy="fsr", n=1, depth=len(answers), patience=len(answers), **config),  # type: ignore[arg-type]
-        llm_config=load_llm_config(),
         judge_factory=ScreeningJudge,
     )
     return result.summary
@@ -101,13 +102,13 @@ def test_optimize_screens_by_default_and_tells_the_judge_the_runs_best(tmp_path:
     )
     assert ScreeningJudge.margins and set(ScreeningJudge.margins) == {SCREEN_MARGIN}
     assert 1.5 in ScreeningJudge.bars, "after the first verdict, the run's best goes with each candidate"
-    assert summary["best_speedup"] == 1.5 and summary["screened"] == 1
+    assert summary.best_speedup == 1.5 and summary.screened == 1
     with RunStore(tmp_path / "runs.db") as store:
-        records = store.candidates(str(summary["run_id"]))
+        records = store.candidates(summary.run_id)
         screened = [r for r in records if r.verdict and screened_only(r.verdict)]
         assert len(screened) == 1
         assert speedup_of(screened[0].verdict) is None and screened_speedup_of(screened[0].verdict) == 0.6
-        verdicts = store.verdicts(str(summary["run_id"]))
+        verdicts = store.verdicts(summary.run_id)
         assert sorted(v.speedup is None for v in verdicts) == [False, False, True], "no time in the store"
         figures = summarize([Attempt("t", r.verdict) for r in records if r.verdict])
         assert figures.screened == 1 and figures.baselines["eager"].timed == 2
@@ -125,7 +126,7 @@ def test_a_screened_verdict_is_judged_again_in_another_run_and_a_confirmed_one_i
     run(tmp_path, answers)
     second = run(tmp_path, answers)
     assert len(ScreeningJudge.judged) == 3 and ScreeningJudge.judged[-1] == ScreeningJudge.judged[1]
-    assert second["cached"] == 1
+    assert second.counts.cached == 1
 
 
 def test_a_screened_candidate_ranks_by_its_screen_and_is_never_shown_as_a_time() -> None:
@@ -141,7 +142,8 @@ def test_a_screened_candidate_ranks_by_its_screen_and_is_never_shown_as_a_time()
 def test_a_run_whose_best_was_only_screened_says_so(tmp_path: Path) -> None:
     reset()
     summary = run(tmp_path, [answer("screened", 0.6, "a"), answer("screened", 0.5, "b")])
-    assert summary["best_speedup"] is None and summary["best"]["screened_speedup"] == 0.6  # type: ignore[index]
+    assert summary.best_speedup is None
+    assert summary.best is not None and summary.best.screened_speedup == 0.6
     console = Console(record=True, width=200)
     print_summary(summary, console)
     assert "screened: 0.60x eager PyTorch, not confirmed" in console.export_text()
