@@ -64,7 +64,7 @@ def search_once(
     time, verdict counts, hold times and best kernel (`judge_factory`: a scripted judge, for tests)."""
     from cudasmith.harness.options import EvalOptions
     from cudasmith.llm import load_llm_config
-    from cudasmith.search.config import OptimizeConfig
+    from cudasmith.search.config import OptimizeConfig, SearchSettings
     from cudasmith.search.optimize import optimize
     from cudasmith.store import RunStore
 
@@ -86,36 +86,32 @@ def search_once(
         confirm_all=mode == "confirm-all",
     )
     began = time.monotonic()
+    judge = EvalOptions(device=device, seeds_per_config=1, baselines=("eager",))
+    settings = SearchSettings(search=config, judge=judge, llm=load_llm_config())
     result = optimize(
-        task,
-        f"replay:{recording}",
-        device=device,
-        store=folder / "runs.db",
-        config=config,
-        llm_config=load_llm_config(),
-        options=EvalOptions(seeds_per_config=1, baselines=("eager",)),
-        judge_factory=judge_factory,
+        task, f"replay:{recording}", settings, store=folder / "runs.db", judge_factory=judge_factory
     )
     wall_s = time.monotonic() - began
     with RunStore(result.store_path) as store:
         candidates = [c for c in store.candidates(result.run_id) if c.verdict]
-    timing = [c.verdict.get("timing") or {} for c in candidates if c.verdict]
-    timed = [c for c in candidates if c.verdict and c.verdict.get("speedup")]
-    best = result.summary.get("best") or {}
-    top = next((c for c in candidates if c.id == best.get("candidate")), None)
+    verdicts = [(c, c.verdict) for c in candidates if c.verdict is not None]
+    timing = [v.timing for _, v in verdicts if v.timing is not None]
+    timed = [(c, v) for c, v in verdicts if v.speedup]
+    best = result.summary.best
+    top = next((c for c in candidates if best is not None and c.id == best.candidate), None)
     return {
         "mode": mode,
         "wall_s": round(wall_s, 2),
         "judged": len(candidates),
         "correct": sum(c.status == "correct" for c in candidates),
         "confirmed": len(timed),
-        "screened_only": sum(screened_only(c.verdict or {}) for c in candidates),
-        "held_s": round(sum(t.get("held_s") or 0.0 for t in timing), 2),
-        "requests_s": round(sum(t.get("requests_s") or 0.0 for t in timing), 2),
+        "screened_only": sum(screened_only(v) for _, v in verdicts),
+        "held_s": round(sum(t.held_s or 0.0 for t in timing), 2),
+        "requests_s": round(sum(t.requests_s or 0.0 for t in timing), 2),
         "best": None if top is None else _name(top.source),
-        "best_speedup": result.summary.get("best_speedup"),
-        "speedups": {_name(c.source): c.verdict["speedup"] for c in timed if c.verdict},
-        "ranges": {_name(c.source): c.verdict.get("speedup_ci95") for c in timed if c.verdict},
+        "best_speedup": result.summary.best_speedup,
+        "speedups": {_name(c.source): v.speedup for c, v in timed},
+        "ranges": {_name(c.source): v.speedup_ci95 for c, v in timed},
     }
 
 

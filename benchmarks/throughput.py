@@ -77,7 +77,7 @@ from throughput_report import (
 from throughput_stream import ROW_WEIGHTS, run_stream
 
 from cudasmith.exec.nvml import MEANING, BusySampler
-from cudasmith.harness.walls.process import visible_gpu
+from cudasmith.harness.walls.environment import visible_gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 CANDIDATES = ROOT / "benchmarks" / "candidates"

@@ -174,9 +174,7 @@ def test_a_build_worker_and_the_judged_worker_build_for_the_same_targets(
     ahead_list = build_environment("sm_90a")["TORCH_CUDA_ARCH_LIST"]
     # The judged worker, on an H100 (its target named, so that no GPU is needed here).
     monkeypatch.setenv(ARCH_ENV, "sm_90a")
-    solution = tmp_path / "solution.py"
-    solution.write_text("from torch.utils.cpp_extension import load_inline\n")
-    set_build_environment(solution, "cuda")
+    set_build_environment(tmp_path / "build", "cuda")
     assert os.environ["TORCH_CUDA_ARCH_LIST"] == ahead_list == (user_list or "9.0")
     # The same nvcc in both (set by this same function in the build worker): a changed compile command
     # also makes torch's ninja build again.

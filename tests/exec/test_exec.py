@@ -25,7 +25,7 @@ from cudasmith.exec.local import LocalExecutor
 from cudasmith.exec.prebuild import BuildResult, build, needs_build
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import Verdict
-from cudasmith.harness.walls.process import visible_gpu
+from cudasmith.harness.walls.environment import visible_gpu
 from cudasmith.harness.wire.status import Status
 from cudasmith.tasks.problem import Problem, load_problem
 

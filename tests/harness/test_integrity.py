@@ -130,20 +130,60 @@ def test_a_launch_cost_that_fails_its_mac_is_calibrated_again(
     assert launch_cost.load_launch_cost(name).launch_us == 0.75, "cached again, sealed"
 
 
-def test_a_build_folder_changed_after_its_seal_is_not_trusted(tmp_path: Path) -> None:
+def test_a_build_folder_changed_or_grown_after_its_seal_is_not_trusted(tmp_path: Path) -> None:
+    """Only the worker that held a build folder wrote there, and it was sealed when that worker ended: a file
+    added since, as much as one changed, was written by no worker of its solution."""
     folder = tmp_path / "build"
     (folder / "_cpu").mkdir(parents=True)
     (folder / "_cpu" / "kernel.so").write_bytes(b"library")
     assert not folder_intact(folder), "never sealed: not trusted"
     seal_folder(folder)
     assert folder_intact(folder)
-    (folder / "_cpu" / "other.so").write_bytes(b"another build of the same solution")
-    assert folder_intact(folder), "builds only add: a file added under a name of its own is no change"
+    (folder / "_cpu" / "other.so").write_bytes(b"planted beside")
+    assert not folder_intact(folder), "a file added after the seal"
+    (folder / "_cpu" / "other.so").unlink()
     (folder / "_cpu" / "link.so").symlink_to(tmp_path / "elsewhere.so")
-    assert not folder_intact(folder), "a link added is"
+    assert not folder_intact(folder), "a link added"
     (folder / "_cpu" / "link.so").unlink()
+    assert folder_intact(folder)
     (folder / "_cpu" / "kernel.so").write_bytes(b"planted")
     assert not folder_intact(folder)
+
+
+def _solution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "builds"))
+    solution = tmp_path / "solution.py"
+    solution.write_text("from torch.utils.cpp_extension import load_inline\n")
+    return solution
+
+
+def test_a_worker_s_slot_takes_the_place_of_its_solution_s_build_folder_with_its_sealed_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent gives each worker an empty slot before it starts (the only build folder its sandbox lets
+    it write) and, once the solution is known, moves the solution's sealed files in and renames the slot
+    into the folder's place: ninja finds its outputs where it left them, and no other worker writes there."""
+    solution = _solution(tmp_path, monkeypatch)
+    first = Scratch(tmp_path / "problem.py", "first")
+    assert first.slot.is_dir() and str(first.slot) in first.policy.write
+    _, folder = first.stage(solution, landlock=True)
+    assert folder == first.build and folder.is_dir() and not first.slot.exists()
+    (folder / "ext.so").write_bytes(b"built")
+    second = Scratch(tmp_path / "problem.py", "second")
+    try:
+        _, elsewhere = second.stage(solution, landlock=True)
+        assert elsewhere == second.slot, "held by the first worker: the second builds in its own slot"
+    finally:
+        second.remove()
+    first.remove()
+    assert folder_intact(folder), "sealed when its worker ended"
+    third = Scratch(tmp_path / "problem.py", "third")
+    try:
+        _, taken = third.stage(solution, landlock=False)
+        assert taken == third.slot, "under a namespace the worker writes through its slot's own mount"
+        assert (folder / "ext.so").read_bytes() == b"built" and folder.stat().st_ino == third.slot_inode
+    finally:
+        third.remove()
 
 
 def test_a_changed_build_folder_is_moved_aside_and_old_ones_are_swept(
@@ -151,29 +191,27 @@ def test_a_changed_build_folder_is_moved_aside_and_old_ones_are_swept(
 ) -> None:
     """A folder changed after its seal is renamed (a process may have its libraries mapped) and the
     solution builds again; folders moved aside over an hour ago go when another is."""
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "builds"))
-    solution = tmp_path / "solution.py"
-    solution.write_text("from torch.utils.cpp_extension import load_inline\n")
-    scratch = Scratch(tmp_path / "problem.py")
+    solution = _solution(tmp_path, monkeypatch)
+    builder = Scratch(tmp_path / "problem.py", "builder")
+    _, folder = builder.stage(solution, landlock=True)
+    (folder / "ext.so").write_bytes(b"built")
+    builder.remove()
+    (folder / "ext.so").write_bytes(b"changed")
+    old = folder.with_name(f".{folder.name}.changed-1-{1_000_000_000}")  # moved aside in 1970
+    recent = folder.with_name(f".{folder.name}.changed-2-{time.time_ns()}")
+    for aside in (old, recent):
+        aside.mkdir()
+    judged = Scratch(tmp_path / "problem.py", "judged")
     try:
-        scratch.stage(solution)
-        folder = scratch.build
-        assert folder is not None
-        folder.mkdir(parents=True)
-        (folder / "ext.so").write_bytes(b"built")
-        seal_folder(folder)
-        (folder / "ext.so").write_bytes(b"changed")
-        old = folder.with_name(f".{folder.name}.changed-1-{1_000_000_000}")  # moved aside in 1970
-        recent = folder.with_name(f".{folder.name}.changed-2-{time.time_ns()}")
-        for aside in (old, recent):
-            aside.mkdir()
-        scratch.stage(solution)
+        judged.stage(solution, landlock=True)
         moved = sorted(p.name for p in folder.parent.iterdir() if ".changed-" in p.name)
-        assert not folder.exists(), "the changed folder is not trusted: the solution builds again"
+        assert not (folder / "ext.so").exists(), (
+            "the changed folder is not trusted: the solution builds again"
+        )
         assert old.name not in moved and recent.name in moved and len(moved) == 2, moved
         assert sweep_moved_aside(folder.parent, older_than_s=0.0) == 2
     finally:
-        scratch.remove()
+        judged.remove()
 
 
 def test_require_isolation_refuses_to_judge_without_a_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,21 +19,19 @@ from cudasmith.harness.wire.messages import (
     Failed,
     InputSpec,
     LoadSolution,
-    OutputRef,
-    Ran,
     Run,
     Time,
-    Timed,
     TimeSpec,
     read_reply,
     read_request,
     request_header,
 )
+from cudasmith.harness.wire.outputs import OutputRef, Ran, Timed
 from cudasmith.harness.wire.status import Status
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
 SPEC = InputSpec(1, {"n": 7}, 11, 12, drawn=True, perturb=3, parameters=True)
-TIME = TimeSpec(0, {"n": 7}, 11, (1, 2, 3), TimingPlan(l2_state="hot"), checks=5, baseline="compile")
+TIME = TimeSpec(0, {"n": 7}, 11, (1, 2, 3), TimingPlan(l2_state="hot"), retain_bytes=5, baseline="compile")
 
 
 def through_the_pipe(header: dict[str, object]) -> dict[str, object]:

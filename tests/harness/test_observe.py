@@ -7,7 +7,6 @@ import mmap
 import subprocess
 from pathlib import Path
 
-from cudasmith.harness.workers.audit import Origins, trusted_roots
 from cudasmith.harness.workers.binaries import (
     CandidateBinaries,
     LoaderCount,
@@ -17,6 +16,7 @@ from cudasmith.harness.workers.binaries import (
     torch_below_dispatcher,
 )
 from cudasmith.harness.workers.observe import OwnKernels, audit_kernels, audit_ops, demangle
+from cudasmith.harness.workers.origins import Origins, trusted_roots
 from cudasmith.harness.workers.recording import CpuEvent
 from cudasmith.timing.activity import Activity
 from cudasmith.timing.protocol import WorkTotal

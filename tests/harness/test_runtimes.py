@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudasmith.harness.workers.audit import Origins
 from cudasmith.harness.workers.observe import OwnKernels
+from cudasmith.harness.workers.origins import Origins
 from cudasmith.harness.workers.runtimes import global_functions, numba_pattern
 
 SOURCE = '''

@@ -192,7 +192,7 @@ def test_the_judge_s_own_kernels_build_in_a_confined_worker_before_the_solution_
     """The shared cache is read-only to a candidate's worker and the key that vouches for its files is out
     of reach: the judge's own kernels (the timing kit on a GPU, whose absence once rejected every timed
     candidate for 'switching off the judge's recording') build in the worker's scratch folder instead."""
-    scratch = Scratch(Path(sandbox.__file__))
+    scratch = Scratch(Path(sandbox.__file__), "t" + os.urandom(4).hex())
     try:
         environment = scratch.env()
         _, outcome = _confined(

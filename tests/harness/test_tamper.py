@@ -134,7 +134,7 @@ def test_a_module_swapped_and_a_constant_of_the_judge_changed_are_reported() -> 
 
     snapshot = Snapshot()
     swaps = [(json, "decoder", types.SimpleNamespace()), (sampler, "clock", types.SimpleNamespace()),
-             (calls, "KEPT_OUTPUT_BYTES_CAP", 1)]  # fmt: skip
+             (calls, "TIMING_INPUT_SETS", 1)]  # fmt: skip
     for owner, name, value in swaps:
         original = getattr(owner, name)
         setattr(owner, name, value)

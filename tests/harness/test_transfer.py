@@ -8,13 +8,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from cudasmith.harness.wire.messages import OutputRef
+from cudasmith.harness.wire.outputs import OutputRef
+from cudasmith.harness.wire.shared_memory import shared_memory_folder
 from cudasmith.harness.wire.transfer import (
-    SHM_DIR,
     Exporter,
     TransferError,
     import_outputs,
     shared_memory_available,
+    sweep_shared,
 )
 
 pytestmark = pytest.mark.skipif(not shared_memory_available(), reason="no writable /dev/shm here")
@@ -30,7 +31,26 @@ def test_outputs_arrive_bit_for_bit_and_the_files_are_gone() -> None:
         assert got.dtype == sent.dtype and got.shape == sent.shape
         assert torch.equal(got.reshape(-1).view(torch.uint8), sent.contiguous().reshape(-1).view(torch.uint8))
     exporter.release()
-    assert not list(SHM_DIR.glob(f"cudasmith-{exporter.token}-*"))
+    assert not list(shared_memory_folder(exporter.token).glob(f"cudasmith-{exporter.token}-*"))
+    sweep_shared(exporter.token)
+    assert not shared_memory_folder(exporter.token).exists()
+
+
+def test_outputs_kept_in_shared_memory_are_read_where_they_lie_and_others_let_go() -> None:
+    """A timed call's outputs are copied once, into shared memory (Exporter.shared): the judge's worker
+    reads them there; those made and not exported go at the next export."""
+    exporter = Exporter("t" + os.urandom(4).hex())
+    output = torch.randn(5, 3)
+    kept, dropped = exporter.shared(output), exporter.shared(output)
+    kept.copy_(output)
+    (reference,) = exporter.export([kept])
+    folder = shared_memory_folder(exporter.token)
+    assert reference.kind == "shm" and (folder / reference.name).exists()
+    assert len(list(folder.iterdir())) == 1, "the one not exported is let go of"
+    (copy,) = import_outputs([reference], exporter.token, "cpu")
+    assert torch.equal(copy, output) and dropped.shape == output.shape
+    exporter.release()
+    sweep_shared(exporter.token)
 
 
 def test_non_contiguous_outputs_are_made_contiguous() -> None:
@@ -61,7 +81,8 @@ def test_a_size_that_does_not_match_the_header_is_refused() -> None:
 
 def test_a_link_planted_in_place_of_an_output_is_not_followed(tmp_path: os.PathLike) -> None:
     token = "t" + os.urandom(4).hex()
-    target = SHM_DIR / f"cudasmith-{token}-1"
+    shared_memory_folder(token).mkdir()
+    target = shared_memory_folder(token) / f"cudasmith-{token}-1"
     secret = os.path.join(str(tmp_path), "secret")
     with open(secret, "wb") as file:
         file.write(b"\0" * 32)
@@ -73,6 +94,7 @@ def test_a_link_planted_in_place_of_an_output_is_not_followed(tmp_path: os.PathL
     finally:
         if target.is_symlink():
             target.unlink()
+        sweep_shared(token)
 
 
 def test_unknown_kinds_and_dtypes_are_refused() -> None:

@@ -79,14 +79,12 @@ def answer(kind: str, speed: float, tag: str) -> str:
 def run(tmp_path: Path, answers: list[str], **config: object) -> RunSummary:
     recording = tmp_path / f"answers{len(list(tmp_path.glob('answers*')))}.jsonl"
     recording.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    search = OptimizeConfig(strategy="fsr", n=1, depth=len(answers), patience=len(answers), **config)
+    settings = SearchSettings(search=search, judge=EvalOptions(device="cpu"), llm=load_llm_config())
     result = optimize(
         PROBLEMS / "add_small.py",
         f"replay:{recording}",
-        SearchSettings(
-            OptimizeConfig(strategy="fsr", n=1, depth=len(answers), patience=len(answers), **config),  # type: ignore[arg-type]
-            EvalOptions(device="cpu"),
-            llm=load_llm_config(),
-        ),
+        settings,
         store=tmp_path / "runs.db",
         judge_factory=ScreeningJudge,
     )
@@ -144,7 +142,8 @@ def test_a_screened_candidate_ranks_by_its_screen_and_is_never_shown_as_a_time()
 def test_a_run_whose_best_was_only_screened_says_so(tmp_path: Path) -> None:
     reset()
     summary = run(tmp_path, [answer("screened", 0.6, "a"), answer("screened", 0.5, "b")])
-    assert summary.best_speedup is None and summary.best is not None and summary.best.screened_speedup == 0.6
+    assert summary.best_speedup is None
+    assert summary.best is not None and summary.best.screened_speedup == 0.6
     console = Console(record=True, width=200)
     print_summary(summary, console)
     assert "screened: 0.60x eager PyTorch, not confirmed" in console.export_text()

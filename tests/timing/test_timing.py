@@ -157,7 +157,7 @@ def test_cpu_measure_times_the_call_rotates_inputs_and_shows_outputs() -> None:
 def test_the_check_after_a_call_comes_first_and_outside_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """CallHooks.called runs as the call returns, before anything the timer looks up (here a replaced clock
     of measure.py's that the timer must not call once the first call ran), and its time is not the call's."""
-    import cudasmith.timing.measure as measure_module
+    import cudasmith.timing.calling as measure_module
 
     events: list[str] = []
 

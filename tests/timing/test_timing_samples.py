@@ -15,7 +15,8 @@ import torch
 
 from cudasmith.timing import clock, cuda, l2
 from cudasmith.timing.activity import Activity
-from cudasmith.timing.protocol import CallHooks, TimingPlan, WorkTotal
+from cudasmith.timing.graphs import GRAPH_WARMUP_CALLS
+from cudasmith.timing.protocol import CallHooks, TimingError, TimingPlan, WorkTotal
 from cudasmith.timing.spans import SpanLog
 
 READ, BLOCKER, CLOSE = cuda.READ, cuda.BLOCKER, cuda.CLOSE
@@ -286,7 +287,7 @@ def test_in_graph_mode_each_captured_call_is_checked_first_inside_its_capture(gr
     assert len(captures) == 2
     for at in captures:
         assert graphs.log[at : at + 4] == ["capture", "work", "check", "end capture"]
-    warm_ups = 2 * cuda.GRAPH_WARMUP_CALLS
+    warm_ups = 2 * GRAPH_WARMUP_CALLS
     assert graphs.log[: captures[0]].count("check") >= warm_ups, "every warm-up call of the graphs checked"
 
 
@@ -306,5 +307,5 @@ def test_a_refusal_inside_a_capture_is_raised_as_it_is_and_a_failed_capture_is_a
             raise RuntimeError("operation not permitted when stream is capturing")
         return graphs.call(index)
 
-    with pytest.raises(cuda.TimingError, match="cannot be captured as a CUDA graph"):
+    with pytest.raises(TimingError, match="cannot be captured as a CUDA graph"):
         cuda.measure_cuda(fails_in_capture, 2, GRAPHED, CallHooks())

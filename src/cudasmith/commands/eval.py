@@ -52,6 +52,16 @@ def eval_command(
             help="Have a running `cudasmith serve` judge them (its token in $CUDASMITH_TOKEN).",
         ),
     ] = None,
+    explain_defences: Annotated[
+        bool,
+        typer.Option(
+            "--explain-defences",
+            is_eager=True,
+            callback=lambda asked: _explain_defences() if asked else None,
+            help="Print each defence of the judge: the layer it lives in, the rules it names, what it cannot "
+            "stop; then exit.",
+        ),
+    ] = False,
     *,
     judge: JudgeFlags,
 ) -> None:
@@ -127,3 +137,26 @@ def _early_builds(
         return builds_before_loading(problem_file, name, device, files) if problem_file.is_file() else None
     except (CudasmithError, OSError):
         return None
+
+
+def _explain_defences() -> None:
+    """Print the judge's defences (harness/defences.py), layer by layer, and exit."""
+    from rich.markup import escape
+
+    from cudasmith.harness.defences import DEFENCES, LAYERS
+    from cudasmith.report.formats import output_console
+
+    console = output_console()
+    console.print(
+        "[bold]The judge's defences[/], by the layer each lives in. What a verdict rests on (the outputs "
+        "right, their time, the evidence whole) is measured by the parent or the judge's own worker; what "
+        "runs in the candidate's process is a second line."
+    )
+    for layer in LAYERS:
+        console.print(f"\n[bold underline]{layer}[/]")
+        for defence in (d for d in DEFENCES if d.layer == layer):
+            rules = ", ".join(str(rule) for rule in defence.rules)
+            console.print(f"  [bold]{escape(defence.name)}[/] [dim]({rules})[/]")
+            console.print(f"    does: {escape(defence.does)}")
+            console.print(f"    cannot stop: {escape(defence.cannot_stop)}")
+    raise typer.Exit(EXIT_CORRECT)

@@ -18,7 +18,7 @@ from cudasmith.exec.prebuild import BuildResult, build, build_target, default_bu
 from cudasmith.harness.options import default_in_flight
 from cudasmith.harness.session import Judge
 from cudasmith.harness.verdict import Verdict
-from cudasmith.harness.walls.process import visible_gpu
+from cudasmith.harness.walls.environment import visible_gpu
 from cudasmith.tempdirs import owned_tempdir
 
 

@@ -226,7 +226,7 @@ class SessionBaselines:
         if before is not None:
             result.history_ms = list(before.history_ms)
             result.previous = before.previous
-        request = replace(spec, baseline=name, checks=0)
+        request = replace(spec, baseline=name, retain_bytes=0)
         try:
             worker = self._ready()
             reply, result.window = hold.window(

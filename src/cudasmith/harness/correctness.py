@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cudasmith.harness.builds import lazy_build
 from cudasmith.harness.options import EvalOptions
+from cudasmith.harness.rechecks import missing_evidence
 from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
@@ -295,6 +296,9 @@ def check_candidate(
         if isinstance(reply, Failed):
             result.fail(reply.verdict_status, f"{name}: {reply.reason}", reply.verdict_rule)
             verdict.artifacts.setdefault("traceback", reply.traceback)
+            return False
+        if options.defences and (why := missing_evidence(reply.evidence, 1, marked=False)):
+            result.fail(Status.REJECTED, f"{name}: judge state tampered: {why}", Rule.JUDGE_STATE)
             return False
         for op, count in reply.torch_ops.items():
             verdict.torch_ops[op] = max(count, verdict.torch_ops.get(op, 0))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudasmith.device.launch_cost import NCU_UNITS_MS, find_ncu
-from cudasmith.harness.walls.process import SECRET_ENV
+from cudasmith.harness.walls.environment import SECRET_ENV
 
 # The curated set: throughput of DRAM and of the SMs against their peaks, achieved occupancy, L2 hits.
 CORE_METRICS = {

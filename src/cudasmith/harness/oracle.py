@@ -30,12 +30,12 @@ from cudasmith.harness.wire.messages import (
     InputSpec,
     LoadProblem,
     MeasurePeaks,
-    OutputRef,
     ProblemLoaded,
     Reference,
     ReferenceNotes,
     Request,
 )
+from cudasmith.harness.wire.outputs import OutputRef
 from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.tasks.problem import Config
 

@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudasmith.harness.bracket import Calibration
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.wire.messages import Failed, Ping, Prepare
+from cudasmith.harness.wire.messages import Calibrate, Failed, Ping, Prepare
 from cudasmith.harness.wire.status import Status
+from cudasmith.timing.protocol import TimingPlan
 
 # A worker's imports and CUDA context: how long to wait for them before giving up on that worker.
 START_TIMEOUT_S = 120.0
@@ -78,13 +80,21 @@ def _answered(worker: WorkerProcess) -> bool:
 
 @dataclass
 class _Starting:
-    """A worker on its way: its ping is answered once imported; its prepare once its context exists."""
+    """A worker on its way: its ping is answered once imported; its prepare once its context exists; its
+    calibration once it has timed the judge's empty calls."""
 
     worker: WorkerProcess
     ping: int
     ping_done: bool = False
     prepare: int | None = None
     prepare_done: bool = False
+    call_thread: int | None = None
+    calibrate: int | None = None
+    calibration: Calibration | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.prepare_done and (self.calibrate is None or self.calibration is not None)
 
 
 class WorkerPool:
@@ -96,16 +106,21 @@ class WorkerPool:
         size: int,
         limit: int | None = None,
         gate: PrepareGate | None = None,
+        calibrate: TimingPlan | None = None,
     ) -> None:
         """`limit`: how many workers will ever be needed, when known (none is started beyond it); `gate`:
-        the GPU's turns to prepare (none on the CPU)."""
+        the GPU's turns to prepare (none on the CPU); `calibrate`: the plan each worker times the judge's empty
+        calls by once prepared (bracket.calibration_plan), where the parent's clock will check its timing."""
         self._start = start
         self.size = size
         self.limit = limit
         self.gate = gate
+        self.calibrate = calibrate
         self.started = 0
         self._workers: list[_Starting] = []
         self.failures: list[str] = []
+        # What each worker handed out measured of its calls' costs before its solution loaded.
+        self.calibrations: dict[WorkerProcess, Calibration] = {}
         self._lock = threading.Lock()
 
     def _spawn(self) -> _Starting:
@@ -139,7 +154,14 @@ class WorkerPool:
                 raise WorkerFailure(
                     Status.parse(reply.status, Status.RUNTIME_ERROR), reply.reason or "prepare failed"
                 )
-            entry.prepare_done = True
+            entry.prepare_done, entry.call_thread = True, reply.call_thread
+        if entry.prepare_done and self.calibrate is not None and entry.calibrate is None:
+            entry.calibrate = worker.send(Calibrate(self.calibrate))
+        if entry.calibrate is not None and entry.calibration is None and (block or worker.replies.poll(0)):
+            answer = worker.wait(entry.calibrate, START_TIMEOUT_S, "calibrating a worker")
+            if isinstance(answer, Failed):
+                raise WorkerFailure(Status.parse(answer.status, Status.RUNTIME_ERROR), answer.reason)
+            entry.calibration = Calibration.of(answer, entry.call_thread)
 
     def advance(self) -> None:
         """Move every worker on as far as it can go now, without waiting for any."""
@@ -156,12 +178,15 @@ class WorkerPool:
             with self._lock:
                 if not self._workers:
                     self._workers.append(self._spawn())
-                ready = (e for e in self._workers if e.prepare_done)
+                ready = (e for e in self._workers if e.ready)
                 preparing = (e for e in self._workers if e.prepare is not None)
                 entry = next(ready, next(preparing, self._workers[0]))
                 self._workers.remove(entry)
             try:
                 self._step(entry, block=True)
+                if entry.calibration is not None:
+                    with self._lock:
+                        self.calibrations[entry.worker] = entry.calibration
                 return entry.worker
             except WorkerFailure as failure:
                 with self._lock:

@@ -34,6 +34,7 @@ from cudasmith.device import default_device, load_peaks, software_versions, usab
 from cudasmith.errors import CudasmithError
 from cudasmith.harness.assemble import as_given, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
+from cudasmith.harness.bracket import calibration_plan
 from cudasmith.harness.check_time import within_time
 from cudasmith.harness.confirm import ConfirmBar
 from cudasmith.harness.correctness import check_candidate, first_pass, select_configs
@@ -49,9 +50,10 @@ from cudasmith.harness.timed import time_ahead, time_candidate
 from cudasmith.harness.verdict import ConfigResult, Failure, SkippedConfig, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls import sandbox
-from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess, visible_gpu
+from cudasmith.harness.walls.environment import visible_gpu
+from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
-from cudasmith.harness.wire.status import Status
+from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.tasks.problem import Config, Problem, solution_file
@@ -124,7 +126,11 @@ class Judge:
         self.plan: TimingPlan = default_plan(options.device, options.l2_state or problem.l2_state)
         self.bar = ConfirmBar()  # what a screened candidate must come near to be confirmed (confirm.py)
         gate = self.lease.prepares if options.on_gpu else None
-        self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate)
+        # Where the parent's clock will check timed calls, each worker first times the judge's empty calls.
+        calibrate = (
+            calibration_plan(self.plan, options.on_gpu) if options.timing and options.defences else None
+        )
+        self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate, calibrate)
         self.pool.top_up()
         self.startup.mark("candidate workers spawned")
         names = options.baselines or default_baselines(options.device)
@@ -259,7 +265,14 @@ class Judge:
                 verdict.status, verdict.reason, verdict.rule = Status.REJECTED, str(finding), finding.rule
                 verdict.wall_s = round(time.monotonic() - started, 3)
                 return verdict
-        candidate = self.pool.take()
+        try:
+            candidate = self.pool.take()
+        except WorkerFailure as failure:
+            if failure.rule is not Rule.INFRASTRUCTURE:
+                raise
+            finish(verdict, [], Failure(failure.status, failure.reason, failure.rule))
+            verdict.wall_s = round(time.monotonic() - started, 3)
+            return verdict
         self.startup.mark("candidate's worker taken")
         with self._lock:
             self._in_use.add(candidate)
@@ -280,6 +293,7 @@ class Judge:
             self._judge_with(candidate, load_id, verdict)
         finally:
             candidate.close()
+            self.pool.calibrations.pop(candidate, None)
             self._collect(candidate, verdict)
             as_given(verdict, candidate.staged, str(path))
             self.pool.advance()
@@ -322,7 +336,9 @@ class Judge:
             def last() -> None:  # the candidate's last request, sent while its hold keeps it running
                 asked.append(candidate.ask_to_finish(FINISH_IN_HOLD_S))
 
-            time_candidate(self.view, candidate, verdict, ordered, last)
+            time_candidate(
+                self.view, candidate, verdict, ordered, last, self.pool.calibrations.get(candidate)
+            )
             self.startup.mark("solution timed")
         if all(r.status == Status.CORRECT for r in ordered):
             try:

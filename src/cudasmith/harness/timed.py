@@ -3,10 +3,12 @@
 A candidate is timed in one hold of the device's timing lease (lease.py): the steps of other candidates
 in flight have finished and their workers are paused. In the hold, the device's peaks (first time only)
 and the baselines that have no fresh measurement are timed first, then the candidate config by config,
-on input sets perturbed afresh for every call; after each config, the outputs of timed calls chosen at
-random are compared with the reference for the inputs each call saw (they live until the candidate's
-next request). Every timed request is a window checked afterwards for other processes (exclusive.py):
-one found shared is timed again, and a time that stayed shared is kept but gives no speedup.
+on input sets perturbed afresh for every call. Every timed request is bracketed by the parent's own
+clocks (bracket.py) and is a window checked afterwards for other processes (exclusive.py): one found
+shared is timed again, and a time that stayed shared is kept but gives no speedup. After each config, in
+the hold: the reply's evidence is checked, its times against the parent's clock, and the candidate's
+worker is stopped while the judge's worker reads the outputs of timed calls the parent draws only then
+(rechecks.py).
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from dataclasses import dataclass, fields, replace
 from cudasmith.errors import HarnessError
 from cudasmith.harness.assemble import apply_baselines
 from cudasmith.harness.baselines import BASELINES, BaselineTime
+from cudasmith.harness.bracket import Bracket, Calibration, Reading, faster_than_clock
 from cudasmith.harness.confirm import Screened, decide
 from cudasmith.harness.correctness import label
 from cudasmith.harness.lease import Hold, Window
 from cudasmith.harness.options import TIMING_EXTRA_S
+from cudasmith.harness.rechecks import frozen_recheck, kept_enough, missing_evidence, retain_bytes
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
-from cudasmith.harness.wire.messages import Failed, Time, Timed, TimeSpec
+from cudasmith.harness.wire.messages import Failed, Time, TimeSpec
+from cudasmith.harness.wire.outputs import Timed
 from cudasmith.harness.wire.results import Timing, TimingReport
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.tasks.inputs import derive_seed
@@ -38,10 +43,10 @@ TIMING_SEEDS = 4
 
 
 def time_spec(view: SessionView, index: int, config: Config) -> TimeSpec:
-    """What timing one config asks for: its input sets, the session's plan, the re-checks."""
+    """What timing one config asks for: its input sets, the session's plan, the outputs to keep."""
     seeds = tuple(derive_seed(view.secret, "time", index, k) for k in range(TIMING_SEEDS))
-    checks = view.options.timed_checks if view.options.defences else 0
-    return TimeSpec(index, config, derive_seed(view.secret, "init", index), seeds, view.plan, checks)
+    kept = retain_bytes(view.lease.gpu) if view.options.defences and view.options.timed_checks else 0
+    return TimeSpec(index, config, derive_seed(view.secret, "init", index), seeds, view.plan, kept)
 
 
 def timing_limit_s(view: SessionView, index: int) -> float:
@@ -57,6 +62,7 @@ def time_candidate(
     verdict: Verdict,
     ordered: list[ConfigResult],
     last: Callable[[], None] = lambda: None,
+    calibration: Calibration | None = None,
 ) -> None:
     """Time a correct candidate config by config (stopping at the first failure), in one hold of the
     device: the peaks (first time only) and every config's baselines that are due first, then the
@@ -66,7 +72,8 @@ def time_candidate(
     in the hold once every config was timed and re-checked: the candidate's last request (the session's
     finish), which would otherwise wait for the whole of the next candidate's hold, its worker paused by
     it. Speedups, the roofline and what a failure means are worked out after the hold, while other
-    candidates go on."""
+    candidates go on. `calibration`: what the candidate's worker measured of its calls' costs before its
+    solution loaded (bracket.py)."""
     configs = {i: c for i, c, _ in view.selected}
     verdict.timing = TimingReport(view.plan.l2_state, view.plan.launch, view.plan)
     timed: list[_Timed] = []
@@ -81,15 +88,18 @@ def time_candidate(
         ]
         # A search's screen first (confirm.py): the full protocol below only for a candidate it confirms.
         confirmed = view.options.confirm_margin is None or _screen(
-            view, candidate, verdict, ordered, specs, used, hold
+            view, candidate, verdict, ordered, specs, used, hold, calibration
         )
         to_time = zip(ordered, specs, names, used, strict=True) if confirmed else iter(())
         for result, spec, name, baselines in to_time:
-            reply = time_config(view, candidate, result, spec, baselines, hold)
+            answer = time_config(view, candidate, result, spec, baselines, hold, calibration)
             checking = time.monotonic()
-            rechecked = reply is not None and _recheck(view, candidate, verdict, result, spec, reply[0], name)
+            judged = answer is not None and _judge_reply(
+                view, candidate, verdict, result, spec, answer, calibration
+            )
+            reply = answer[:2] if answer is not None else None
             timed.append(_Timed(result, name, baselines, reply, time.monotonic() - checking))
-            if not rechecked:
+            if not judged:
                 break
         else:
             if all(result.status == Status.CORRECT for result in ordered):  # a screen may have failed
@@ -144,17 +154,19 @@ def _screen(
     specs: list[TimeSpec],
     used: list[dict[str, BaselineTime]],
     hold: Hold,
+    calibration: Calibration | None = None,
 ) -> bool:
     """Screen every config (confirm.py) in windows of `hold`; whether the candidate gets the full protocol.
     A config that fails its screen is recorded as failed (as in full timing) and nothing is confirmed."""
     screens: list[Screened] = []
     seconds = 0.0
     for result, spec, baselines in zip(ordered, specs, used, strict=True):
-        short = replace(spec, plan=screen_plan(spec.plan), checks=0)
-        reply = time_config(view, candidate, result, short, baselines, hold, "screening")
-        if reply is None:
+        short = replace(spec, plan=screen_plan(spec.plan), retain_bytes=0)
+        answer = time_config(view, candidate, result, short, baselines, hold, calibration, "screening")
+        # A screen's times are checked against the parent's clock as the full protocol's are.
+        if answer is None or not _judge_reply(view, candidate, verdict, result, short, answer, calibration):
             return False
-        timed, window = reply
+        timed, window, _ = answer
         measured = Timing.of(timed.measurement, window.exclusive)
         result.screened_ms = measured.median_ms
         seconds += window.request_s
@@ -231,10 +243,11 @@ def time_config(
     spec: TimeSpec,
     baselines: dict[str, BaselineTime],
     hold: Hold,
+    calibration: Calibration | None = None,
     doing: str = "timing",
-) -> tuple[Timed, Window] | None:
-    """Time the candidate on one config in a window of its own (`doing`: "timing", or "screening" with the
-    screen's plan); None (the failure recorded) if it failed."""
+) -> tuple[Timed, Window, Reading] | None:
+    """Time the candidate on one config in a window of its own, bracketed by the parent's clocks (`doing`:
+    "timing", or "screening" with the screen's plan); None (the failure recorded) if it failed."""
     name = label(result.index, spec.config, result.hidden, view.problem)
     eager = baselines["eager"]
     if eager.measurement is None:
@@ -242,21 +255,60 @@ def time_config(
     view.progress(f"{doing} {name}", 0, 0)
     limit_s = timing_limit_s(view, result.index)
 
-    def run() -> Timed | Failed | WorkerFailure:
+    def run() -> tuple[Timed | Failed | WorkerFailure, Reading | None]:
+        bracket = Bracket(candidate, calibration)
         try:
             reply: Timed | Failed = candidate.request(Time(hold.timed(spec)), limit_s, f"timing {name}")
         except WorkerFailure as failure:
-            return failure
-        return reply
+            return failure, None
+        return reply, bracket.stop()
 
-    reply, window = hold.window(candidate, run, lambda reply: isinstance(reply, Timed))
+    (reply, reading), window = hold.window(candidate, run, lambda answer: isinstance(answer[0], Timed))
     if isinstance(reply, WorkerFailure):
         result.fail(reply.status, f"{name}: {reply}", reply.rule)
         return None
     if isinstance(reply, Failed):
         result.fail(reply.verdict_status, f"{name} while timing: {reply.reason}", reply.verdict_rule)
         return None
-    return reply, window
+    assert reading is not None
+    return reply, window, reading
+
+
+def _judge_reply(
+    view: SessionView,
+    candidate: WorkerProcess,
+    verdict: Verdict,
+    result: ConfigResult,
+    spec: TimeSpec,
+    answer: tuple[Timed, Window, Reading],
+    calibration: Calibration | None,
+) -> bool:
+    """A timed reply against what the parent knows, in the hold: its evidence, its times against the parent's
+    clock, and the outputs of timed calls drawn now, read while the candidate is stopped (rechecks.py);
+    False (the failure recorded) at the first that fails. With the defences off, nothing is judged."""
+    if not view.options.defences:
+        return True
+    reply, _, reading = answer
+    name = label(result.index, spec.config, result.hidden, view.problem)
+    gpu = view.lease.gpu
+    calls = len(reply.measurement.samples_ms) + reply.measurement.warmup_calls
+    described = view.described[result.index] if result.index < len(view.described) else None
+    output_bytes = described.output_bytes if described is not None else None
+    if (why := missing_evidence(reply.evidence, calls, marked=not gpu)) or (
+        spec.retain_bytes and (why := kept_enough(reply, spec, output_bytes))
+    ):
+        result.fail(Status.REJECTED, f"{name}: judge state tampered: {why}", Rule.JUDGE_STATE)
+        return False
+    judge_bytes = 2 * (described.input_bytes or 0) + (output_bytes or 0) if described is not None else 0
+    if why := faster_than_clock(reading, calibration, reply, judge_bytes, gpu):
+        result.fail(
+            Status.REJECTED, f"{name}: timing claims faster than the judge's clock: {why}", Rule.TIMING_CLOCK
+        )
+        return False
+    if not spec.retain_bytes:
+        return True
+    draws = view.options.timed_checks
+    return frozen_recheck(view.oracle, candidate, result, spec, reply, draws, gpu, name, verdict)
 
 
 def _record(
@@ -335,48 +387,3 @@ def _no_speedup(result: ConfigResult) -> None:
     result.speedup, result.speedup_ci95 = None, None
     for entry in result.baselines.values():
         entry.speedup = None
-
-
-def _recheck(
-    view: SessionView,
-    candidate: WorkerProcess,
-    verdict: Verdict,
-    result: ConfigResult,
-    spec: TimeSpec,
-    reply: Timed,
-    name: str,
-) -> bool:
-    """The outputs of the kept timed calls against the reference for the inputs each call saw."""
-    items, offset = [], 0
-    for check in reply.checks:
-        if not 0 <= check.set < len(spec.input_seeds):
-            result.fail(
-                Status.REJECTED, f"{name}: a timed call names an input set never given", Rule.FORGED_RESULTS
-            )
-            return False
-        items.append((spec.input(check.set, check.perturb), reply.outputs[offset : offset + check.n_outputs]))
-        offset += check.n_outputs
-    result.checked_calls = len(items)
-    if not items:
-        return True
-    timed_calls = len(reply.measurement.samples_ms)
-    if len(items) < min(spec.checks, timed_calls):
-        escape = 2.0 ** -len(items)
-        verdict.note(
-            f"{name}: {len(items)} of {timed_calls} timed calls re-checked, not {spec.checks} (their outputs are "
-            f"too large to keep more): skipping the work on half the calls escapes with probability {escape:.1e}"
-        )
-    comparisons = view.oracle.compare(items, candidate.token, rechecks=True)
-    for check, comparison in zip(reply.checks, comparisons, strict=True):
-        if comparison.transfer is not None:
-            reason = f"{name}: a timed call's outputs could not be read ({comparison.transfer})"
-            result.fail(Status.REJECTED, reason, Rule.FORGED_RESULTS)
-            return False
-        if not comparison.ok:
-            reason = (
-                f"{name}: the output of timed call {check.call} is wrong although the checked calls were "
-                f"right (a cached result, or work done only when checked): {comparison.reason}"
-            )
-            result.fail(Status.REJECTED, reason, Rule.CACHING)
-            return False
-    return True

@@ -26,6 +26,11 @@ event_start_ns = _KinetoEvent.start_ns
 event_duration_ns = _KinetoEvent.duration_ns
 event_device_type = _KinetoEvent.device_type
 event_thread = _KinetoEvent.start_thread_id
+# For GPU records, the stream; for every record, CUPTI's correlation id (the order the host issued it in);
+# and a record's own fields, where the profiler exposes them (a synchronisation's event and its stream).
+event_stream = _KinetoEvent.device_resource_id
+event_correlation = _KinetoEvent.correlation_id
+event_metadata = getattr(_KinetoEvent, "metadata_json", None)
 _event_activity_type = getattr(_KinetoEvent, "activity_type", None)
 result_events = torch._C._autograd._ProfilerResult.events
 
@@ -39,6 +44,9 @@ class Activity(NamedTuple):
     start_ns: int
     end_ns: int
     kind: str = "kernel"
+    # The stream it ran on and the correlation id of the call that issued it (-1: not read).
+    stream: int = -1
+    correlation: int = -1
 
     @property
     def duration_ns(self) -> int:

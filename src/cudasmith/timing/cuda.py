@@ -34,12 +34,12 @@ import torch
 from cudasmith.errors import CudasmithError
 from cudasmith.hardware import driver_attributes
 from cudasmith.timing import clock
+from cudasmith.timing.graphs import graph_replayer
 from cudasmith.timing.l2 import PersistingL2
 from cudasmith.timing.protocol import (
     CallHooks,
     Measurement,
     StopRule,
-    TimingError,
     TimingPlan,
     WorkTotal,
     warm_up,
@@ -106,8 +106,6 @@ BLOCKER_TIMEOUT_NS = 500_000_000
 THROTTLE_FRACTION = 0.75
 THROTTLE_RECOVERY_S = 0.05
 MAX_THROTTLE_DISCARDS = 10
-# Warm-up calls on a side stream before CUDA-graph capture (libraries set up per-stream state then).
-GRAPH_WARMUP_CALLS = 2
 # A call whose host time exceeds its GPU time by this factor, and this many milliseconds, gets a
 # warning: work the host does is not in a GPU time (computing on the CPU and copying would not count).
 HOST_HEAVY_RATIO = 2.0
@@ -266,49 +264,6 @@ def _take_sample(
     return _Sample(clock.event_elapsed_ms(events[0], events[1]), host_ms, clock_mhz, timed_out), output
 
 
-def _graph_replayer(
-    run: Callable[[int], Any], n_sets: int, called: Callable[[int | None], None]
-) -> Callable[[int], Any]:
-    """Capture the call on each input set as a CUDA graph; the result replays graph i for input set i.
-    `called(None)` runs first once each call returns, as after a warm-up call (the worker's integrity
-    check): inside the capture, before torch ends it (it runs no CUDA work), and a failure of its is raised
-    as it is."""
-    side = clock.Stream()
-    side.wait_stream(clock.current_stream())
-    with clock.use_stream(side):
-        for index in range(n_sets * GRAPH_WARMUP_CALLS):
-            run(index % n_sets)
-            called(None)
-    clock.current_stream().wait_stream(side)
-    graphs, outputs = [], []
-    for index in range(n_sets):
-        graph = clock.CUDAGraph()
-        checking = False
-        try:
-            with clock.graph_capture(graph):
-                output = run(index)
-                checking = True
-                called(None)
-                checking = False
-        except Exception as exc:
-            if checking:
-                raise
-            first_line = (str(exc).strip().splitlines() or [""])[0][:300]
-            raise TimingError(
-                f"the call cannot be captured as a CUDA graph ({type(exc).__name__}: {first_line}); "
-                "time it without --graph"
-            ) from exc
-        outputs.append(output)
-        graphs.append(graph)
-    clock.cuda_synchronize()
-
-    def replay(index: int) -> Any:
-        graphs[index].replay()
-        return outputs[index]
-
-    return replay
-
-
 def _judge_sample(sample: _Sample, kit: _Tools | None, queued: bool, reference_mhz: float | None) -> str:
     """'kept', 'timed out' (the call waited for the GPU), or 'throttled' (SM clock well under its best)."""
     if sample.timed_out:
@@ -350,9 +305,15 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         kit.prepare_flush()
     stream = clock.current_stream()
     # Bound before the first call: between a call's return and its check (hooks.called) nothing is looked up.
-    called, partial = hooks.called, functools.partial
-    warm_up(run, n_sets, plan, clock.cuda_synchronize, hooks)
-    call = _graph_replayer(run, n_sets, called) if plan.launch == "graph" else run
+    called, partial, perf = hooks.called, functools.partial, clock.perf_counter
+
+    def issued(index: int) -> tuple[float, Any]:  # a warm-up call: the host's time to issue it
+        begin = perf()
+        output = run(index)
+        return (perf() - begin) * 1e3, output
+
+    warmup_calls, warmup_ms = warm_up(issued, n_sets, plan, clock.cuda_synchronize, hooks)
+    call = graph_replayer(run, n_sets, called) if plan.launch == "graph" else run
     warmed = clock.perf_counter()
     events = (clock.Event(enable_timing=True), clock.Event(enable_timing=True))
     log = SpanLog(READ if cold else BLOCKER, (BLOCKER, READ), CLOSE, clock.cuda_synchronize)
@@ -463,4 +424,6 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         discarded=discarded,
         warnings=warnings,
         phases_s=phases,
+        warmup_calls=warmup_calls,
+        warmup_ms=warmup_ms,
     )

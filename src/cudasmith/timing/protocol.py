@@ -82,6 +82,12 @@ MAX_SECONDS = 2.0
 # CPU configs are small (runner.CPU_MAX_CONFIG_BYTES): a shorter minimum and cap keep CPU evaluations quick.
 MIN_SAMPLING_S_CPU = 0.1
 MAX_SECONDS_CPU = 0.5
+# On the CPU the warm-up time, the minimum sampling time and the cap are counted in the CPU time of the two
+# threads that prepare and make the calls (timing/calling.py), not in wall time: on a loaded machine a call
+# waits for a core, and counted in wall time fewer calls would be made, so that which calls a judge makes (and
+# what a candidate that changes its behaviour after some calls is caught doing) would depend on the load. A
+# call that sleeps spends no CPU time: the budgets also end at this many times their length in wall time.
+WALL_BACKSTOP_FACTOR = 4.0
 # z for a two-sided 95 % interval.
 Z95 = 1.96
 # The screen (a search's first, short measurement of a correct candidate; harness/confirm.py): exclusive like
@@ -249,6 +255,11 @@ class Measurement:
     # Where the measurement's wall time went, in seconds: "warmup", "sampling", "records" (reading
     # CUPTI's records at checkpoints and at the end, on a GPU).
     phases_s: dict[str, float] = field(default_factory=dict)
+    # The warm-up calls before the samples, and their own times added up (on the CPU each call's time as
+    # a sample's is taken; on a GPU the host's time to issue it): what the parent's clock check adds to
+    # the samples (harness/bracket.py).
+    warmup_calls: int = 0
+    warmup_ms: float = 0.0
 
     @property
     def median_ms(self) -> float:
@@ -296,11 +307,15 @@ class StopRule:
     (tally()), so the rule never mixes two measures.
     """
 
-    def __init__(self, plan: TimingPlan) -> None:
+    def __init__(self, plan: TimingPlan, clock: Callable[[], float] | None = None) -> None:
+        """`clock`: what the sampling time is counted on, in seconds (wall time by default; see
+        WALL_BACKSTOP_FACTOR for the CPU's)."""
         self.plan = plan
         self.ordered: list[float] = []
         self.count = 0
-        self.started = _perf_counter()
+        self.clock = clock or _perf_counter
+        self.started = self.clock()
+        self.wall_started = _perf_counter()
         self._one_tick: bool | None = None  # within_one_tick(self.ordered), once asked
 
     def add(self, sample_ms: float) -> None:
@@ -317,14 +332,20 @@ class StopRule:
         self.ordered = sorted(samples_ms)
         self._one_tick = None
 
+    def _elapsed_s(self) -> float:
+        """Seconds on the rule's clock, or the wall's share of the backstop where that is further on."""
+        elapsed = self.clock() - self.started
+        if self.clock is not _perf_counter:
+            elapsed = max(elapsed, (_perf_counter() - self.wall_started) / WALL_BACKSTOP_FACTOR)
+        return elapsed
+
     def minimums_met(self) -> bool:
         """Enough samples and enough time for the noise target to be read at all."""
-        elapsed_s = _perf_counter() - self.started
-        return self.count >= self.plan.min_samples and elapsed_s >= self.plan.min_sampling_s
+        return self.count >= self.plan.min_samples and self._elapsed_s() >= self.plan.min_sampling_s
 
     def reason(self) -> str | None:
         """Why sampling should stop now, or None to go on."""
-        n, elapsed_s = self.count, _perf_counter() - self.started
+        n, elapsed_s = self.count, self._elapsed_s()
         if n >= self.plan.max_samples:
             return "max samples"
         if elapsed_s >= self.plan.max_seconds and n >= MIN_SAMPLES_UNDER_CAP:
@@ -342,23 +363,39 @@ class StopRule:
 
 
 def warm_up(
-    run: Callable[[int], Any], n_sets: int, plan: TimingPlan, sync: Callable[[], None], hooks: CallHooks
-) -> None:
-    """Call `run` on every input set, and on until the plan's warm-up calls and time are spent; the hooks
-    run around each call as around a sample (with `sample` None), so warm-up calls see inputs prepared
-    exactly as timed calls do."""
-    started = _perf_counter()
+    call: Callable[[int], tuple[float, Any]],
+    n_sets: int,
+    plan: TimingPlan,
+    sync: Callable[[], None],
+    hooks: CallHooks,
+    clock: Callable[[], float] | None = None,
+) -> tuple[int, float]:
+    """Call `call` (which returns the call's own time in milliseconds and its output) on every input set,
+    and on until the plan's warm-up calls and time are spent (time on `clock`, as StopRule counts it); the
+    hooks run around each call as around a sample (with `sample` None), so warm-up calls see inputs
+    prepared exactly as timed calls do. Returns the calls made and their times added up."""
+    clock = clock or _perf_counter
+    started, wall_started = clock(), _perf_counter()
     called = hooks.called  # bound before the first call: see CallHooks
-    calls = 0
-    while calls < max(plan.warmup_calls, n_sets) or (_perf_counter() - started) * 1e3 < plan.warmup_ms:
+    calls, total_ms = 0, 0.0
+
+    def elapsed_ms() -> float:
+        elapsed = clock() - started
+        if clock is not _perf_counter:
+            elapsed = max(elapsed, (_perf_counter() - wall_started) / WALL_BACKSTOP_FACTOR)
+        return elapsed * 1e3
+
+    while calls < max(plan.warmup_calls, n_sets) or elapsed_ms() < plan.warmup_ms:
         index = calls % n_sets
         hooks.before(None, index)
-        output = run(index)
+        call_ms, output = call(index)
         called(None)
         sync()
         hooks.after(None, index, output, False)
         del output
         calls += 1
+        total_ms += call_ms
+    return calls, total_ms
 
 
 class CallHooks:
@@ -367,7 +404,8 @@ class CallHooks:
     `before(sample, index)` runs before the L2 flush of sample number `sample` on input set `index`
     (the worker perturbs that set's inputs); `called(sample)` runs first once the call returns, before any
     other code of the timer (the worker checks its integrity: the call was the candidate's code, and until
-    that check the timer calls only what it bound before the call, its clock and this hook); `after(sample,
+    that check the timer calls only what it bound before the call, its clock and this hook; on the CPU the
+    call ran on the call thread, which hands it back first, timing/calling.py); `after(sample,
     index, output, kept)` runs once the whole device has finished it, whether or not the sample was kept
     (the worker restores the inputs and may keep the output for re-checking). Warm-up calls get the same
     hooks with `sample` None.

@@ -135,10 +135,11 @@ def device_nodes() -> list[str]:
     return sorted(e.path for e in allowed if not e.is_symlink())
 
 
-def _machine_proc() -> list[str]:
+def machine_proc() -> list[str]:
     """What of /proc, besides its own entry, a confined process reads: the machine's entries, never another
-    process's (a judge's environment holds its API keys; Landlock's ptrace rule guards memory, not environ)."""
-    return [e.path for e in os.scandir(PROC) if not e.name.isdigit() and e.name not in PROC_LINKS]
+    process's (a judge's environment holds its API keys; Landlock's ptrace rule guards memory, not environ).
+    Listed by the parent when it makes a policy: a confined process may not list /proc itself."""
+    return sorted(e.path for e in os.scandir(PROC) if not e.name.isdigit() and e.name not in PROC_LINKS)
 
 
 def apply_landlock(policy: Policy, abi: int) -> str:
@@ -155,8 +156,7 @@ def apply_landlock(policy: Policy, abi: int) -> str:
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        readable = [entry for p in policy.read for entry in (_machine_proc() if p == PROC else [p])]
-        rules = [(p, read_rights) for p in readable] + [(p, device_rights) for p in device_nodes()]
+        rules = [(p, read_rights) for p in policy.read] + [(p, device_rights) for p in device_nodes()]
         rules += [
             (DEVICES, FS_READ_DIR),
             (own_proc_entry(), own_rights),

@@ -6,7 +6,6 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import secrets
 import signal
 import subprocess
@@ -16,12 +15,12 @@ import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from cudasmith.errors import UsageError
+from cudasmith.harness.walls.environment import TRUSTED_PATH_FLAGS, default_memory_limit, sweep, worker_env
 from cudasmith.harness.walls.memory import over_limit
+from cudasmith.harness.walls.output import OutputCapture
 from cudasmith.harness.walls.scratch import Scratch
-from cudasmith.harness.walls.supervisor import PARENT_ENV
 from cudasmith.harness.wire import protocol
 from cudasmith.harness.wire.fields import JsonObject, MalformedMessage, to_wire
 from cudasmith.harness.wire.messages import (
@@ -37,32 +36,15 @@ from cudasmith.harness.wire.messages import (
     request_header,
 )
 from cudasmith.harness.wire.status import Rule, Status
-from cudasmith.runtime import seal
-from cudasmith.runtime.cache import cache_root
 
-# The judge's processes import only trusted code: -P keeps the working directory (where a candidate may
-# have left a `numpy.py`) off sys.path, -s keeps the user's site-packages (writable by any candidate) off it.
-TRUSTED_PATH_FLAGS = ("-P", "-s")
-# Output kept from a worker's stdout and stderr: its start and its end (the rest is counted, not kept).
-OUTPUT_HEAD_BYTES = 4 * 1024
-OUTPUT_TAIL_BYTES = 16 * 1024
 # After asking a worker to exit, how long to wait before killing it.
 EXIT_GRACE_S = 2.0
 # How long the supervisor may take to report and clean up once its worker is dead.
 SUPERVISOR_GRACE_S = 10.0
 # A wait for an answer wakes this often to take pauses into account (see WorkerProcess.pause).
 WAIT_SLICE_S = 0.25
-# The environment variable marking every process started for one worker.
-TOKEN_ENV = "CUDASMITH_WORKER_TOKEN"
-# The byte glibc writes into freed and newly allocated heap memory of candidate workers.
-MALLOC_PERTURB_BYTE = 0xA5
 # Requests whose device work NVML's samples do not show (see WorkerProcess.device_work_in_flight).
 _NO_DEVICE_WORK = (Ping, Prepare)
-# Environment variables that look like credentials never reach candidate code.
-SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.I)
-# What PyTorch's profiler (Kineto) prints on stderr each time it starts and stops: the judge's, not the
-# solution's output, so it is left out of what a verdict shows.
-PROFILER_LOG_LINE = re.compile(r"^(USDT|STAGE):\d{4}-\d\d-\d\d [^\n]*\.cpp:\d+\] [^\n]*\n?", re.M)
 
 
 class WorkerFailure(Exception):
@@ -78,97 +60,6 @@ class WorkerFailure(Exception):
         self.rule = rule or Rule.of_status(status)
         # Killed for host memory over the worker's limit (the reason says so too).
         self.over_memory = over_memory
-
-
-class OutputCapture:
-    """Drains one pipe on a thread (a worker never blocks on a full pipe), keeping its head and tail."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _drain(self, stream: IO[bytes]) -> None:
-        while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
-            self.total += len(chunk)
-            if len(self.head) < OUTPUT_HEAD_BYTES:
-                self.head += chunk[: OUTPUT_HEAD_BYTES - len(self.head)]
-            self.tail += chunk
-            del self.tail[:-OUTPUT_TAIL_BYTES]
-        stream.close()
-
-    def text(self) -> str:
-        """What was kept, with a marker where bytes were dropped (the profiler's own log lines left out)."""
-        self._thread.join(timeout=1.0)
-        head, tail = bytes(self.head), bytes(self.tail)
-        overlap = len(head) + len(tail) - self.total
-        if overlap >= 0:
-            text = (head + tail[overlap:]).decode(errors="replace")
-        else:
-            text = f"{head.decode(errors='replace')}\n[… {-overlap} bytes not kept …]\n{tail.decode(errors='replace')}"
-        return PROFILER_LOG_LINE.sub("", text)
-
-
-def visible_gpu(gpu_index: int, visible: str | None) -> str:
-    """What CUDA_VISIBLE_DEVICES makes a child see only this process's cuda:`gpu_index`: the index into
-    this process's own CUDA_VISIBLE_DEVICES where it has one (a Ray worker or a user's `2,3`)."""
-    if not visible or not visible.strip():
-        return str(gpu_index)
-    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
-    if gpu_index >= len(entries):
-        raise UsageError(f"cuda:{gpu_index} is not visible here (CUDA_VISIBLE_DEVICES={visible})")
-    return entries[gpu_index]
-
-
-def _worker_env(
-    token: str, role: str, defences: bool, gpu_index: int | None, extra: dict[str, str] | None = None
-) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
-    # Where the judge's key is (not the key): the reference worker seals what it compiles with it.
-    if seal.KEY_ENV in os.environ:
-        env[seal.KEY_ENV] = os.environ[seal.KEY_ENV]
-    env["CUDASMITH_WORKER"] = role
-    # The CUDA driver caches the machine code it makes of PTX in $HOME/.nv unless told otherwise: the judge's
-    # own workers keep it in cudasmith's cache instead (a candidate's worker keeps its own in its scratch).
-    env.setdefault("CUDA_CACHE_PATH", str(cache_root() / "nv"))
-    if gpu_index is not None:  # the worker sees that one GPU, as cuda:0
-        env["CUDA_VISIBLE_DEVICES"] = visible_gpu(gpu_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    env.update(extra or {})
-    # Every process the worker starts inherits this; a sweep kills whatever carries it at the end.
-    env[TOKEN_ENV] = token
-    env[PARENT_ENV] = str(os.getpid())  # the supervisor's check that this process still lives
-    if role == "candidate" and defences:
-        # glibc fills freed and fresh heap memory with this byte: no stale values from earlier calls.
-        env["MALLOC_PERTURB_"] = str(MALLOC_PERTURB_BYTE)
-    # The worker imports cudasmith from wherever this process did (an uninstalled checkout included).
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    return env
-
-
-def sweep(token: str) -> int:
-    """Kill every process whose environment carries `token`; returns how many were found."""
-    needle = f"{TOKEN_ENV}={token}".encode()
-    found = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                found += 1
-    return found
-
-
-def default_memory_limit() -> int:
-    """Half of the machine's memory: a worker over it is killed before it can starve the host."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
 class WorkerProcess:
@@ -202,7 +93,7 @@ class WorkerProcess:
         self.staged: str | None = None
         if self.role == "candidate":
             setup = replace(setup, problem=str(Path(setup.problem).resolve()))
-            self.scratch = Scratch(Path(setup.problem))
+            self.scratch = Scratch(Path(setup.problem), self.token)
         env = {**(env or {}), **(self.scratch.env() if self.scratch is not None else {})}
         worker_fds = f"{request_read},{reply_write}"
         self.process = subprocess.Popen(
@@ -216,7 +107,7 @@ class WorkerProcess:
             stderr=subprocess.PIPE,
             start_new_session=True,
             cwd=self.scratch.root if self.scratch is not None else None,
-            env=_worker_env(self.token, self.role, setup.defences, gpu_index, env),
+            env=worker_env(self.token, self.role, setup.defences, gpu_index, env),
         )  # fmt: skip
         for fd in (request_read, reply_write, status_write):
             os.close(fd)
@@ -270,8 +161,10 @@ class WorkerProcess:
         """Send a request without waiting; returns its id."""
         request_id = next(self._ids)
         if isinstance(request, LoadSolution) and self.scratch is not None:
-            self.staged = str(self.scratch.stage(Path(request.solution)))
-            request = replace(request, solution=self.staged, origin=request.solution)
+            landlock = str(self.status("filesystem") or "").startswith("landlock")
+            staged, build = self.scratch.stage(Path(request.solution), landlock)
+            self.staged = str(staged)
+            request = replace(request, solution=self.staged, origin=request.solution, build=str(build))
         self._expected[request_id] = type(request)
         with contextlib.suppress(OSError):  # the worker is gone; wait() reports how
             protocol.send(self.requests, request_header(request, request_id))
@@ -401,6 +294,13 @@ class WorkerProcess:
         """Why the worker stopped answering, once the supervisor has reported."""
         self.kill()
         code = self.status("exit")
+        if self.status("confinement_refused"):
+            return WorkerFailure(
+                Status.RUNTIME_ERROR,
+                f"the judge could not confine the worker ({self.status('filesystem') or 'no mechanism'}): "
+                "it did not run, nor anything of the solution",
+                rule=Rule.INFRASTRUCTURE,
+            )
         if code is None:
             return WorkerFailure(
                 Status.REJECTED, f"the worker's supervisor was killed while {what}", rule=Rule.FORGED_RESULTS

@@ -16,6 +16,15 @@ every thread it ever has inherits the confinement. Two mechanisms, the first tha
 Under both, the worker writes its own /proc entry and no other: CUDA's cuInit names the driver's threads
 in /proc/self/task/<tid>/comm and fails (error 304) where it cannot.
 
+The policy is whole when the worker starts, worked out in the parent down to /proc's entries: nothing is
+narrowed later. Landlock binds a thread, and those it starts afterwards; a worker narrowed once its
+solution was known would keep the wider rules on every thread it already had (OpenMP's team, the CUDA
+driver's), where a solution's parallel C code runs. So a worker writes its scratch folder, its own folder
+of shared memory and one build folder, an empty slot the parent made for it (scratch.py), which the parent
+renames into the place of its solution's build folder once it knows the solution: Landlock's rules follow
+a folder's inode, not its name. Where a mechanism works here, a worker that cannot be confined does not
+run (REQUIRED_ENV); the candidate gets an infrastructure error.
+
 Landlock is preferred: it restricts reads by path (the namespace hides only the paths it was told of),
 needs no privileges and no namespaces (which containers and hardened hosts often forbid), and costs less.
 
@@ -24,7 +33,6 @@ needs no privileges and no namespaces (which containers and hardened hosts often
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -36,24 +44,28 @@ import time
 from pathlib import Path
 
 from cudasmith.harness.walls.confinement import (
-    PROC,
     SHARED_MEMORY,
     Policy,
     apply_landlock,
     apply_namespace,
     drop_capabilities,
     landlock_abi,
+    machine_proc,
 )
 
 # The environment variable that carries a worker's policy (JSON) to its supervisor.
 POLICY_ENV = "CUDASMITH_SANDBOX"
-# What the worker was confined by, as the supervisor set it (narrow() needs to know).
+# What the worker was confined by, as the supervisor set it.
 STATE_ENV = "CUDASMITH_SANDBOX_STATE"
+# Set by the parent where a mechanism works here (unavailable() is None): a worker that cannot be confined
+# by one then does not run at all, rather than unconfined.
+REQUIRED_ENV = "CUDASMITH_SANDBOX_REQUIRED"
 # The mechanisms to try, in order, comma-separated (default: MECHANISMS); for tests and diagnosis.
 MECHANISMS_ENV = "CUDASMITH_SANDBOX_MECHANISMS"
 NOT_ISOLATED = "filesystem not isolated"
-# System folders a worker reads: the interpreter's and the toolkits' libraries, configuration, devices.
-SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", PROC, "/sys")
+# System folders a worker reads: the interpreter's and the toolkits' libraries, configuration, devices (and
+# /proc's entries of the machine, machine_proc, never another process's).
+SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/sys")
 
 
 def python_roots() -> set[str]:
@@ -83,39 +95,33 @@ def _below(path: str, root: str) -> bool:
 
 
 def make_policy(
-    scratch: Path, problem: Path, hide: tuple[Path, ...], extra_read: tuple[Path, ...] = ()
+    scratch: Path,
+    problem: Path,
+    hide: tuple[Path, ...],
+    extra_read: tuple[Path, ...] = (),
+    shared_memory: Path | None = None,
 ) -> Policy:
     """The policy of a candidate's worker: Python, the toolkits, the system, the problem and `extra_read`
-    to read; its scratch folder and shared memory to write. `hide`: folders that must stay unread even
-    where a read root holds them (the store's, the cache's measurements, the key's)."""
+    to read; its scratch folder and its own folder of shared memory (`shared_memory`, by default all of it)
+    to write. `hide`: folders that must stay unread even where a read root holds them (the store's, the
+    cache's measurements, the key's). Worked out here, in the parent, down to /proc's entries: a confined
+    process cannot list /proc."""
     hidden = {os.path.realpath(p) for p in hide}
     home = Path.home()
     dotfiles = {str(p) for p in home.glob(".*")} if home.is_dir() else set()
     candidates = {*SYSTEM_READ, *python_roots(), *toolkit_roots(), str(problem), *map(str, extra_read)}
-    read = sorted(
-        p
-        for p in {os.path.realpath(c) for c in candidates if os.path.exists(c)}
-        if not any(_below(p, h) for h in hidden)
+    read = (
+        sorted(
+            p
+            for p in {os.path.realpath(c) for c in candidates if os.path.exists(c)}
+            if not any(_below(p, h) for h in hidden)
+        )
+        + machine_proc()
     )
     # The namespace covers dotfiles too, except those that hold something to read (a venv in ~/.venv).
     covered = {p for p in dotfiles if not any(_below(r, os.path.realpath(p)) for r in read)}
-    write = (str(scratch), SHARED_MEMORY)
+    write = (str(scratch), str(shared_memory or SHARED_MEMORY))
     return Policy(str(scratch), tuple(read), write, tuple(sorted(hidden | covered)))
-
-
-def narrow(build: Path) -> None:
-    """In a worker that now knows its solution: write into that solution's build folder alone, no longer
-    into every solution's. Landlock only (a namespace cannot be changed by a worker that has threads); it
-    binds the calling thread and what it starts, which is where candidate code runs."""
-    text = os.environ.get(POLICY_ENV)
-    if not text or not os.environ.get(STATE_ENV, "").startswith("landlock"):
-        return
-    abi = landlock_abi()
-    policy = Policy.from_json(text)
-    build.mkdir(parents=True, exist_ok=True)
-    own = (*tuple(p for p in policy.write if p in (policy.scratch, SHARED_MEMORY)), str(build))
-    with contextlib.suppress(OSError):  # the worker was confined otherwise, or not at all: nothing to narrow
-        apply_landlock(Policy(policy.scratch, policy.read, own, policy.hide), abi)
 
 
 MECHANISMS = ("landlock", "namespace")

@@ -1,27 +1,35 @@
-"""A candidate worker's files, seen from the parent: its scratch folder, its policy, its sealed builds.
+"""A candidate worker's files, seen from the parent: its scratch folder, its policy, its build folder.
 
-Each candidate worker gets a private scratch folder (its TMPDIR and HOME, removed when it ends) and a
-sandbox policy (sandbox.py) that lets it write there, into shared memory and into the build cache's
-per-solution folders (`runtime.cache.extension_root`); once it knows its solution it narrows that to its
-own folder (candidate.py). The solution is copied into the scratch folder, so the folder it came from,
-and the files beside it, stay out of reach.
+Each candidate worker gets a private scratch folder (its TMPDIR and HOME, removed when it ends), a folder
+of shared memory of its own (the outputs it hands the judge; no other candidate's is readable or
+writable), and a sandbox policy (sandbox.py) that lets it write there and into one build folder: an empty
+slot the parent makes beside the build cache's per-solution folders (`runtime.cache.extension_root`)
+before the worker starts. Once the solution is known, the parent moves that solution's build folder's
+files into the slot and renames the slot into the folder's place (Landlock's rules follow the inode):
+each build folder is written by one worker at a time, of its own solution, and by nothing else. The
+solution is copied into the scratch folder, so the folder it came from, and the files beside it, stay
+out of reach.
 
-A build folder is sealed by the parent after each worker that used it (an HMAC of every file's name and
-content, runtime/seal.py), and checked before the next worker loads the solution: a folder whose sealed
-files changed in between is moved aside, and the solution builds again.
+A build folder is sealed by the parent when its worker ends (an HMAC of every file's name and content,
+runtime/seal.py) and checked before the next worker of its solution takes it over: a folder never sealed
+(its worker died first, or no worker of the judge's made it), or one whose files changed or grew since
+(written by no worker of that solution), is moved aside, and the solution builds again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
 from cudasmith.harness.walls import sandbox
+from cudasmith.harness.wire.shared_memory import SHARED_MEMORY_ENV, shared_memory_folder
 from cudasmith.runtime import seal
 from cudasmith.runtime.cache import (
     BUILD_DIR_ENV,
@@ -39,6 +47,8 @@ SEAL_PURPOSE = "build-folder"
 # A build folder changed after its seal is moved aside (moved_aside: a process may still have its
 # libraries mapped); such folders older than this are deleted when another is moved aside.
 MOVED_ASIDE_KEPT_S = 3600.0
+# The empty build folder each worker is given, beside the solutions' folders, by its token.
+SLOT_PREFIX = ".slot-"
 # Where the run store lives by default, relative to the working folder (store.db's DEFAULT_STORE).
 DEFAULT_STORE_FOLDER = "runs"
 STORE_ENV = "CUDASMITH_STORE"
@@ -89,9 +99,10 @@ def seal_folder(folder: Path) -> None:
 
 
 def folder_intact(folder: Path) -> bool:
-    """Whether every file a build folder held when it was sealed is still there, unchanged, and no link was
-    added (an absent folder is intact: nothing to trust; one never sealed is not). Files added since are
-    another build of the same solution's, under names of their own: builds only add (runtime/cpu.py)."""
+    """Whether a build folder holds exactly what it held when it was sealed: the same files, unchanged,
+    none added, no link added (an absent folder is intact: nothing to trust; one never sealed is not). Only
+    the worker that held it wrote there, and it was sealed when that worker ended: a file added since was
+    written by no worker of its solution."""
     if not folder.exists():
         return True
     try:
@@ -103,20 +114,75 @@ def folder_intact(folder: Path) -> bool:
     except (OSError, ValueError, KeyError, TypeError):
         return False
     now = json.loads(_manifest(folder))
-    files = {name: digest for name, digest in now["files"]}
-    unchanged = all(files.get(name) == digest for name, digest in sealed["files"])
-    return unchanged and set(now["links"]) <= set(sealed["links"])
+    return sorted(map(tuple, now["files"])) == sorted(map(tuple, sealed["files"])) and set(
+        now["links"]
+    ) <= set(sealed["links"])
+
+
+# The build folders of this process's workers, by path: the inode of the slot each was renamed from (what
+# that worker may write), so that a worker seals only the folder it held, and two workers of one solution
+# never share one.
+_held: dict[Path, int] = {}
+_held_lock = threading.Lock()
+
+
+def take_over(slot: Path, folder: Path) -> Path:
+    """Give a worker's empty `slot` the place of its solution's build folder `folder`, with that folder's
+    files when it is intact (folder_intact; otherwise it is moved aside, and the solution builds again);
+    returns where the worker's build folder now is: `folder`, or the slot itself while another worker of
+    this process holds `folder` (that one builds again, in its slot)."""
+    with _held_lock:
+        if folder in _held:
+            return slot
+        if folder.exists() or folder.is_symlink():
+            if folder.is_dir() and not folder.is_symlink() and folder_intact(folder):
+                for entry in folder.iterdir():
+                    if entry.name != SEAL_FILE:
+                        entry.rename(slot / entry.name)
+                shutil.rmtree(folder, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    folder.rename(moved_aside(folder))
+                sweep_moved_aside(folder.parent)
+        try:
+            slot.rename(folder)
+        except OSError:  # another judge's worker took it meanwhile: this one builds in its slot
+            return slot
+        _held[folder] = folder.stat().st_ino
+        return folder
+
+
+def give_back(folder: Path) -> None:
+    """Seal a build folder its worker held (it has ended), unless the folder there is no longer the one it
+    held (another judge moved it aside)."""
+    with _held_lock:
+        inode = _held.pop(folder, None)
+    with contextlib.suppress(OSError):
+        if inode is not None and folder.stat().st_ino == inode:
+            seal_folder(folder)
+
+
+@functools.cache
+def _confinable() -> bool:
+    """Whether a sandbox mechanism works on this machine (asked once per process)."""
+    return sandbox.unavailable() is None
 
 
 class Scratch:
-    """One candidate worker's scratch folder and policy, made before it starts and removed after."""
+    """One candidate worker's scratch folder, shared memory, build slot and policy, made before it starts
+    and removed after (its build folder sealed)."""
 
-    def __init__(self, problem: Path) -> None:
+    def __init__(self, problem: Path, token: str) -> None:
         self.root = owned_tempdir("cudasmith-scratch-")
         for name in ("tmp", "home", "cache", "solution"):
             (self.root / name).mkdir()
         builds = extensions_base(os.environ.get("TORCH_EXTENSIONS_DIR"))
         builds.mkdir(parents=True, exist_ok=True)
+        self.slot = builds / f"{SLOT_PREFIX}{token}"
+        self.slot.mkdir(mode=0o700)
+        self.slot_inode = self.slot.stat().st_ino  # what its rules follow, wherever it is renamed to
+        self.shared_memory = shared_memory_folder(token)
+        self.shared_memory.mkdir(mode=0o700, exist_ok=True)
         store = os.environ.get(STORE_ENV)
         # The cache's measurements stay unread; its compiled kernels are read (the judge's own, such as the
         # perturbation, load from there), never written: a candidate writes into its build folder only.
@@ -124,14 +190,18 @@ class Scratch:
         hide = (*unread, seal.key_path().parent, Path.cwd() / DEFAULT_STORE_FOLDER)
         hide += (Path(store).resolve().parent,) if store else ()
         shared = tuple(cache_root() / kind for kind in BUILT_KINDS)
-        policy = sandbox.make_policy(self.root, problem, hide, shared)
-        self.policy = sandbox.Policy(policy.scratch, policy.read, (*policy.write, str(builds)), policy.hide)
+        policy = sandbox.make_policy(self.root, problem, hide, shared, self.shared_memory)
+        self.policy = sandbox.Policy(
+            policy.scratch, policy.read, (*policy.write, str(self.slot)), policy.hide
+        )
         self.build: Path | None = None
 
     def env(self) -> dict[str, str]:
-        """The worker's variables: its policy, and every temporary or cache folder pointed into scratch."""
-        return {
+        """The worker's variables: its policy, its shared memory, and every temporary or cache folder pointed
+        into scratch."""
+        variables = {
             sandbox.POLICY_ENV: self.policy.to_json(),
+            SHARED_MEMORY_ENV: str(self.shared_memory),
             "TMPDIR": str(self.root / "tmp"),
             "HOME": str(self.root / "home"),
             "XDG_CACHE_HOME": str(self.root / "cache"),
@@ -144,23 +214,26 @@ class Scratch:
             # The worker finds the build cache where this process does, though its HOME moved.
             "CUDASMITH_CACHE": str(cache_root()),
         }
+        if _confinable():
+            variables[sandbox.REQUIRED_ENV] = "1"  # confined here, or not run at all
+        return variables
 
-    def stage(self, solution: Path) -> Path:
-        """Copy the solution in, and check its build folder's seal (deleting a folder that fails it)."""
-        self.build = build_folder(solution)
-        # A folder never sealed is a build under way (another worker of the same solution, which alone may
-        # write there): left as it is. One changed after its seal is moved aside, not deleted, so that a
-        # process with its libraries mapped keeps reading them; the solution builds again.
-        if (self.build / SEAL_FILE).exists() and not folder_intact(self.build):
-            with contextlib.suppress(OSError):
-                self.build.rename(moved_aside(self.build))
-            sweep_moved_aside(self.build.parent)
+    def stage(self, solution: Path, landlock: bool) -> tuple[Path, Path]:
+        """Copy the solution in and give the worker its solution's build folder (take_over); returns the
+        copy and the folder the worker builds in: the build folder's own name under Landlock, whose rules
+        follow the slot there, else the slot's (a namespace's mount of it stays where it was made)."""
+        folder = take_over(self.slot, build_folder(solution))
+        if folder != self.slot:
+            self.build = folder
         staged = self.root / "solution" / solution.name
         shutil.copyfile(solution, staged)
-        return staged
+        return staged, folder if landlock else self.slot
 
     def remove(self) -> None:
-        """Seal what the worker built, and delete the scratch folder."""
+        """Seal the build folder the worker held, and delete the rest: its scratch folder, its shared memory,
+        its slot if it never took one over."""
         if self.build is not None:
-            seal_folder(self.build)
+            give_back(self.build)
+        shutil.rmtree(self.slot, ignore_errors=True)
+        shutil.rmtree(self.shared_memory, ignore_errors=True)
         shutil.rmtree(self.root, ignore_errors=True)

@@ -6,7 +6,8 @@ PASSED_FDS (comma-separated) are the worker's pipe ends, handed on to the worker
 
 It makes itself a child subreaper (orphaned descendants of the worker are re-parented to it, even
 after setsid or a double fork), moves into a network namespace of its own where the OS allows it,
-starts the worker in a new session, confined to its files where a policy came with it (sandbox.py),
+starts the worker in a new session, confined to its files where a policy came with it (sandbox.py; where
+the parent requires it and no mechanism confines the worker, the worker is not started at all),
 polls the memory of every descendant and kills the lot over the limit, and when the worker ends kills
 every descendant left. It reports on STATUS_FD as JSON lines: first the worker's pid and the states of
 its network and filesystem, last the worker's exit and what was killed.
@@ -145,16 +146,34 @@ def main() -> None:
     if nice := int(os.environ.get(NICE_ENV) or 0):
         os.nice(nice)
     policy = os.environ.get(sandbox.POLICY_ENV)
+    required = bool(os.environ.get(sandbox.REQUIRED_ENV))
     state_read, state_write = os.pipe()
 
     def confine() -> None:  # in the worker's process, before exec: it runs confined from its start
         state = sandbox.confine(sandbox.Policy.from_json(policy or ""))
         os.environ[sandbox.STATE_ENV] = state  # the environment exec hands the worker
         os.write(state_write, state.encode())
+        if required and not sandbox.isolated(state):
+            raise OSError("confinement refused")  # no exec: nothing of the worker runs
 
-    worker = subprocess.Popen(
-        worker_argv, pass_fds=passed, start_new_session=True, preexec_fn=confine if policy else None
-    )
+    try:
+        worker = subprocess.Popen(
+            worker_argv, pass_fds=passed, start_new_session=True, preexec_fn=confine if policy else None
+        )
+    except (OSError, subprocess.SubprocessError):
+        os.close(state_write)
+        with os.fdopen(state_read, "rb") as states:
+            filesystem = states.read().decode() or None
+        refused = {
+            "worker_pid": None,
+            "network": network,
+            "filesystem": filesystem,
+            "confinement_refused": True,
+        }
+        status.write(json.dumps(refused) + "\n")
+        status.write(json.dumps({"exit": None, "over_memory": False, "killed_after_exit": 0}) + "\n")
+        status.close()
+        return
     os.close(state_write)
     with os.fdopen(state_read, "rb") as states:
         filesystem = states.read().decode() or None

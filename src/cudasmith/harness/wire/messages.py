@@ -8,20 +8,17 @@ of a reply against its type: replies come from processes that run candidate code
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, get_args
 
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.wire.fields import MalformedMessage, from_wire, to_wire
+from cudasmith.harness.wire.outputs import Calibrated, OutputRef, Ran, Timed
 from cudasmith.harness.wire.results import ConfigDescription, Mismatch
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.jsontypes import JsonDict
 from cudasmith.tasks.problem import Config
-from cudasmith.timing.protocol import Measurement, TimingPlan
-
-# Sizes (dimensions, byte counts) a reply may name: what fits a signed 64-bit integer, as torch's do.
-MAX_SIZE = 2**63
+from cudasmith.timing.protocol import TimingPlan
 
 # -- what to run --------------------------------------------------------------------------------------
 
@@ -49,14 +46,15 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class TimeSpec:
-    """Timing one config: the input sets to rotate through, the plan, and how many outputs to keep."""
+    """Timing one config: the input sets to rotate through, the plan, and how many bytes of the timed calls'
+    outputs a candidate's worker keeps for the parent to draw re-checks from (0: none, a baseline's)."""
 
     config_index: int
     config: Config
     init_seed: int
     input_seeds: tuple[int, ...]
     plan: TimingPlan
-    checks: int = 0
+    retain_bytes: int = 0
     # For a reference worker: which baseline to time ("eager", "compile", …).
     baseline: str = "eager"
     # Module parameters drawn by the judge, as the config's correctness checks had them.
@@ -119,9 +117,11 @@ class Failed:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A candidate worker ready for its solution, on the named device."""
+    """A candidate worker ready for its solution, on the named device; on the CPU, the thread that will
+    make its timed calls (timing/calling.py), by its id in /proc: started now, before any solution."""
 
     device_name: str
+    call_thread: int | None = None
 
 
 @dataclass(frozen=True)
@@ -132,76 +132,6 @@ class Constructed:
     seconds: float
     parameters_drawn: bool = False
     parameters_reason: str | None = None
-
-
-@dataclass(frozen=True)
-class OutputRef:
-    """Where the judge finds one output (transfer.py): CUDA IPC, a shared-memory file, or nothing (empty)."""
-
-    dtype: str
-    shape: list[int]
-    kind: Literal["empty", "cuda_ipc", "shm"]
-    nbytes: int = 0
-    # CUDA IPC: the allocation's handle (hex), the output's offset into it, the allocation's size.
-    handle: str = ""
-    offset: int = 0
-    allocation: int = 0
-    # Shared memory: the file's name in /dev/shm.
-    name: str = ""
-
-    def __post_init__(self) -> None:
-        # Sizes a tensor can have: a forged reference is refused where it is read, not where it is used.
-        if any(
-            not 0 <= number < MAX_SIZE for number in (*self.shape, self.nbytes, self.offset, self.allocation)
-        ):
-            raise ValueError(f"sizes out of range in an output reference: {self.shape}, {self.nbytes} bytes")
-
-
-@dataclass(frozen=True)
-class Ran:
-    """One call's exported outputs and what ran inside it (PyTorch operators; GPU time, own and all)."""
-
-    outputs: list[OutputRef]
-    torch_ops: dict[str, int] = field(default_factory=dict)
-    own_ns: int = 0
-    gpu_ns: int = 0
-    # The fresh perturbation the inputs had (Run.fresh_perturbation), for the reference computed after.
-    perturb: int | None = None
-
-
-@dataclass(frozen=True)
-class TimedCheck:
-    """A timed call whose outputs were kept: its sample, its input set and perturbation, its outputs."""
-
-    call: int
-    set: int
-    perturb: int
-    n_outputs: int
-
-    def __post_init__(self) -> None:
-        if self.call < 0 or self.set < 0 or self.n_outputs < 0:
-            raise ValueError("a timed call's sample, input set and output count are never negative")
-
-
-@dataclass(frozen=True)
-class Timed:
-    """A measurement (rebuilt from its raw samples: the statistics are the parent's) and, for a candidate,
-    the kept outputs of timed calls and what ran in them."""
-
-    measurement: Measurement
-    input_sets: int = 0
-    checks: list[TimedCheck] = field(default_factory=list)
-    outputs: list[OutputRef] = field(default_factory=list)
-    own_share: float | None = None
-    library_kernels: list[str] = field(default_factory=list)
-    torch_ops: dict[str, int] = field(default_factory=dict)
-    compute_ns: int = 0
-
-    def __post_init__(self) -> None:
-        # The judge computes the statistics from the samples: there must be some, and each a time.
-        samples = self.measurement.samples_ms
-        if not samples or not all(math.isfinite(s) and s >= 0 for s in samples):
-            raise ValueError("a measurement needs samples, each a finite time")
 
 
 @dataclass(frozen=True)
@@ -290,6 +220,13 @@ class Prepare(BaseRequest, op="prepare", reply=Prepared):
 
 
 @dataclass(frozen=True)
+class Calibrate(BaseRequest, op="calibrate", reply=Calibrated):
+    """Time the judge's empty function (CPU) or empty kernel (GPU) by `plan`, before any solution loads."""
+
+    plan: TimingPlan
+
+
+@dataclass(frozen=True)
 class LoadSolution(BaseRequest, op="load_solution", reply=Ack):
     """Install the guard, take the snapshot, import the solution."""
 
@@ -298,6 +235,9 @@ class LoadSolution(BaseRequest, op="load_solution", reply=Ack):
     # Where the parent found the solution, when the worker is given a copy (its scratch folder's): the
     # solution's own folder for the audit.
     origin: str = ""
+    # The folder the worker builds the solution's kernels in, which the parent gave it (walls/scratch.py);
+    # empty: the solution's folder of the build cache, worked out by the worker.
+    build: str = ""
 
 
 @dataclass(frozen=True)
@@ -388,6 +328,7 @@ class MeasurePeaks(BaseRequest, op="peaks", reply=PeaksMeasured):
 Request = (
     Ping
     | Prepare
+    | Calibrate
     | LoadSolution
     | Construct
     | Run

@@ -56,6 +56,9 @@ class Rule(str, Enum):
     SANDBOX_WRITE = "sandbox-write"
     SANDBOX_READ = "sandbox-read"
     SIGNALS = "signals"
+    # Evidence the parent measures itself contradicts or is missing from what the worker reported.
+    TIMING_CLOCK = "timing-clock"
+    JUDGE_STATE = "judge-state"
     # A rejection whose rule no longer has a name (a verdict from an older judge the store could not place).
     OTHER = "other"
     # Failures that break no rule: what went wrong.
@@ -63,6 +66,8 @@ class Rule(str, Enum):
     DOES_NOT_BUILD = "does-not-build"
     CRASH = "crash"
     TIME_LIMIT = "time-limit"
+    # The judge could not build the walls a candidate runs in (its sandbox refused): nothing was judged.
+    INFRASTRUCTURE = "infrastructure"
 
     def __str__(self) -> str:
         return self.value
@@ -75,7 +80,7 @@ class Rule(str, Enum):
     @property
     def is_rejection(self) -> bool:
         """Whether this is a rule of the judge (a `rejected` verdict's), not a failure's kind."""
-        return self not in FAILURES.values()
+        return self not in FAILURE_KINDS
 
     @classmethod
     def of_status(cls, status: Status) -> Rule | None:
@@ -109,11 +114,14 @@ RULE_TITLES = {
     Rule.SANDBOX_WRITE: "writing outside its scratch folder",
     Rule.SANDBOX_READ: "reading files outside what it needs",
     Rule.SIGNALS: "handling signals",
+    Rule.TIMING_CLOCK: "timing claims faster than the judge's clock",
+    Rule.JUDGE_STATE: "judge state tampered (evidence the defences owe is missing)",
     Rule.OTHER: "a rule an older judge named in words only",
     Rule.WRONG_ANSWER: "outputs that differ from the reference, or that the task's validator refuses",
     Rule.DOES_NOT_BUILD: "a solution that does not parse, build or load",
     Rule.CRASH: "an error while running",
     Rule.TIME_LIMIT: "over a time limit",
+    Rule.INFRASTRUCTURE: "the judge could not confine the worker (nothing of the solution ran)",
 }
 # Each failure's kind, by its status.
 FAILURES = {
@@ -122,3 +130,5 @@ FAILURES = {
     Status.RUNTIME_ERROR: Rule.CRASH,
     Status.TIMEOUT: Rule.TIME_LIMIT,
 }
+# Rules that name what went wrong rather than a rule broken.
+FAILURE_KINDS = frozenset({*FAILURES.values(), Rule.INFRASTRUCTURE})

@@ -22,11 +22,10 @@ from typing import Any
 
 import torch
 
-from cudasmith.harness.wire.messages import OutputRef
+from cudasmith.harness.wire.outputs import OutputRef
 from cudasmith.harness.wire.protocol import dtype_name, wire_dtypes
+from cudasmith.harness.wire.shared_memory import SHM_DIR, SHM_PREFIX, own_shared_memory, shared_memory_folder
 
-SHM_DIR = Path("/dev/shm")
-SHM_PREFIX = "cudasmith-"
 IPC_HANDLE_BYTES = 64
 
 
@@ -53,18 +52,48 @@ class Exporter:
     def __init__(self, token: str) -> None:
         self.token = token
         self._count = 0
+        self._folder: Path | None = None  # its folder of shared memory, found on first use
         self._alive: list[torch.Tensor] = []
         self._files: list[Path] = []
+        # Tensors made in shared memory (shared()), by id, with the name of their file and its mapping.
+        self._shared: dict[int, tuple[torch.Tensor, str, mmap.mmap]] = {}
 
-    def export(self, tensors: list[torch.Tensor]) -> list[OutputRef]:
-        """One reference per tensor (made contiguous first)."""
-        self.release()
+    def shared(self, like: torch.Tensor) -> torch.Tensor:
+        """An empty tensor of `like`'s dtype and shape (a CPU tensor) in a file of shared memory of its own,
+        which export() refers to without a copy: the judge's worker reads it there, while this worker is
+        stopped (harness/rechecks.py). Kept until the next release()."""
+        nbytes = like.numel() * like.element_size()
+        if nbytes == 0:
+            return torch.empty(like.shape, dtype=like.dtype)
+        path = self._new_file()
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(descriptor, nbytes)
+            mapped = mmap.mmap(descriptor, nbytes)
+        finally:
+            os.close(descriptor)
+        self._files.append(path)
+        tensor = (
+            torch.frombuffer(mapped, dtype=torch.uint8, count=nbytes).view(like.dtype).reshape(like.shape)
+        )
+        self._shared[id(tensor)] = (tensor, path.name, mapped)
+        return tensor
+
+    def export(self, tensors: list[torch.Tensor], release: bool = True) -> list[OutputRef]:
+        """One reference per tensor (made contiguous first); `release`: let go of the last export first
+        (tensors made by shared() since then are let go of too, unless exported here)."""
+        if release:
+            keep = {id(tensor) for tensor in tensors}
+            self.release(keep)
         references = []
         for tensor in tensors:
-            tensor = tensor.detach().contiguous()
-            self._alive.append(tensor)
             dtype, shape = dtype_name(tensor.dtype), list(tensor.shape)
             nbytes = tensor.numel() * tensor.element_size()
+            if id(tensor) in self._shared and nbytes:
+                references.append(OutputRef(dtype, shape, "shm", nbytes, name=self._shared[id(tensor)][1]))
+                continue
+            tensor = tensor.detach().contiguous()
+            self._alive.append(tensor)
             if nbytes == 0:
                 references.append(OutputRef(dtype, shape, "empty"))
             elif tensor.is_cuda:
@@ -72,6 +101,12 @@ class Exporter:
             else:
                 references.append(self._export_shared(tensor, dtype, shape, nbytes))
         return references
+
+    def _new_file(self) -> Path:
+        if self._folder is None:
+            self._folder = own_shared_memory(self.token)
+        self._count += 1
+        return self._folder / f"{SHM_PREFIX}{self.token}-{self._count}"
 
     def _export_cuda(self, tensor: torch.Tensor, dtype: str, shape: list[int], nbytes: int) -> OutputRef:
         driver = _driver()
@@ -82,8 +117,7 @@ class Exporter:
         return OutputRef(dtype, shape, "cuda_ipc", nbytes, handle_hex, offset, int(size))
 
     def _export_shared(self, tensor: torch.Tensor, dtype: str, shape: list[int], nbytes: int) -> OutputRef:
-        self._count += 1
-        path = SHM_DIR / f"{SHM_PREFIX}{self.token}-{self._count}"
+        path = self._new_file()
         descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
             os.ftruncate(descriptor, nbytes)
@@ -96,13 +130,18 @@ class Exporter:
         self._files.append(path)
         return OutputRef(dtype, shape, "shm", nbytes, name=path.name)
 
-    def release(self) -> None:
-        """Let go of the last export (the judge has copied it by now)."""
+    def release(self, keep: set[int] | None = None) -> None:
+        """Let go of the last export (the judge has copied it by now), and of the tensors shared() made but
+        those in `keep` (by id)."""
         self._alive.clear()
+        kept = {key: entry for key, entry in self._shared.items() if keep and key in keep}
+        names = {name for _, name, _ in kept.values()}
         for path in self._files:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        self._files.clear()
+            if path.name not in names:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        self._files = [path for path in self._files if path.name in names]
+        self._shared = kept
 
 
 def shared_memory_available() -> bool:
@@ -189,7 +228,7 @@ def _import_shared(reference: OutputRef, nbytes: int, token: str) -> torch.Tenso
     name = reference.name
     if not name.startswith(f"{SHM_PREFIX}{token}-") or "/" in name:
         raise TransferError("a shared-memory reference names a file that is not this worker's")
-    path = SHM_DIR / name
+    path = shared_memory_folder(token) / name
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
@@ -207,7 +246,10 @@ def _import_shared(reference: OutputRef, nbytes: int, token: str) -> torch.Tenso
 
 
 def sweep_shared(token: str) -> None:
-    """Remove whatever shared-memory outputs a finished worker left behind."""
-    for path in SHM_DIR.glob(f"{SHM_PREFIX}{token}-*"):
+    """Remove whatever shared-memory outputs a finished worker left behind, and its folder."""
+    folder = shared_memory_folder(token)
+    for path in folder.glob(f"{SHM_PREFIX}{token}-*"):
         with contextlib.suppress(OSError):
             path.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()

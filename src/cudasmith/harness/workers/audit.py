@@ -21,25 +21,34 @@ library, installed packages, cudasmith itself and the problem file are trusted; 
 it compiles or writes elsewhere is the candidate's. Code with a pseudo file name ("<string>") counts as
 whoever called it.
 
-What this cannot stop is raw memory access through ctypes; the tamper checks (tamper.py) and the
-judge's habit of capturing what it uses before the solution loads are the other layers.
+Raw memory through ctypes is refused where a call can be seen: objects made at an address
+(`from_address`, `from_buffer`), `string_at`, `cast`, `memmove`, `memset`, and libc's copies reached by
+name. What no hook sees stays possible: indexing a ctypes pointer past its object, an array interface
+naming any address (numpy), native code the solution compiles. So nothing here is what a verdict rests on:
+the parent's own clock, the judge's frozen read of the outputs and the evidence a reply must carry are
+(harness/timed.py, harness/rechecks.py).
 """
 
 from __future__ import annotations
 
 import _thread
-import contextlib
 import os
 import sys
-import sysconfig
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from types import CodeType, FrameType, FunctionType
+from types import FrameType, FunctionType
 from typing import Any
 
 from cudasmith.harness.wire.status import Rule
+from cudasmith.harness.workers.origins import (
+    WRITE_EVENTS,
+    Origins,
+    opens_trusted_directory,
+    trusted_roots,
+    written_paths,
+)
 
 # A refused attempt: the rule it breaks and the reason a verdict gives.
 Violation = tuple[Rule, str]
@@ -74,6 +83,23 @@ FRAME_HANDING = {
 }  # fmt: skip
 # Standard-library modules that install trace or profile functions on their caller's behalf.
 TRACER_MODULES = frozenset({"profile", "cProfile", "bdb", "pdb", "trace", "threading"})
+# ctypes' own Python helpers (cast, string_at) pass a raw-memory request on for whoever called them.
+HANDING_MODULES = TRACER_MODULES | {"ctypes"}
+# Audit events of ctypes objects made over raw memory: an address (from_address, and from_buffer, which
+# ends there) and reads of an address (string_at).
+RAW_MEMORY_EVENTS = {
+    "ctypes.cdata": "making a ctypes object at a raw address (from_address, from_buffer)",
+    "ctypes.string_at": "reading raw memory (ctypes.string_at)",
+    "ctypes.wstring_at": "reading raw memory (ctypes.wstring_at)",
+}
+# C functions that copy or fill raw memory, reached through ctypes by name (CDLL(None).memcpy).
+RAW_MEMORY_SYMBOLS = frozenset({
+    "memcpy", "memmove", "memset", "mempcpy", "memccpy", "bcopy", "wmemcpy", "wmemmove", "wmemset",
+    "process_vm_readv", "process_vm_writev",
+})  # fmt: skip
+# The addresses ctypes builds its raw-memory helpers from: gone from its namespace, so that no candidate
+# builds its own `cast` or `memmove` around the tripwires.
+RAW_MEMORY_ADDRESSES = ("_cast_addr", "_memmove_addr", "_memset_addr", "_string_at_addr", "_wstring_at_addr")
 # Symbols of the interpreter's C API that libraries reach through ctypes for DLPack capsules: harmless.
 C_API_ALLOWED = ("PyCapsule_",)
 # Tripwired entry points: what switches the profiler or RecordFunction on or off, changes what the profiler
@@ -95,127 +121,27 @@ TRIPWIRED = {
     "_thread": ("start_new_thread", "start_joinable_thread", "start_new"),
     # A second copy of a builtin module holds the functions the tripwires replaced: not for candidate code.
     "_imp": ("create_builtin",),
+    # ctypes' raw-memory helpers (cast's own is `_cast`): no audit event of Python's reports them.
+    "ctypes": ("_cast", "memmove", "memset"),
 }  # fmt: skip
 WIRED_BUILTINS = frozenset({"_thread", "_signal", "_imp"})
+# The standard library's machinery between a thread's starter and `_thread` (thread pools, queues), and
+# the compiler whose threads --rules kernelbench allows (torch.compile's Dynamo and Inductor).
+THREAD_MACHINERY = (
+    "threading",
+    "concurrent.futures",
+    "queue",
+    "multiprocessing",
+    "cudasmith.harness.workers.audit",
+)
+COMPILER_MODULES = ("torch._inductor", "torch._dynamo")
 # Symbols of PyTorch's C++ (at::, c10::, torch::) reached through ctypes: ATen below the dispatcher.
 TORCH_CPP_SYMBOLS = ("_ZN2at", "_ZNK2at", "_ZN3c10", "_ZNK3c10", "_ZN5torch", "_ZNK5torch")
 TRIPWIRE_EVENT = "cudasmith.tripwire"
-# Audit events that write, move, link, truncate or remove files: the positions of the paths they write,
-# each with the position of the directory descriptor it is relative to (None: none). Writing trusted code
-# under any of them (a `sitecustomize.py` beside the package runs in every later process) is refused when
-# the candidate asks; so is a hard link to a trusted file (writing the link writes the file).
-WRITE_EVENTS: dict[str, tuple[tuple[int, int | None], ...]] = {
-    "os.rename": ((0, 2), (1, 3)), "os.link": ((0, 2), (1, 3)), "os.symlink": ((1, 2),),
-    "os.truncate": ((0, None),), "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),),
-    "os.chmod": ((0, 2),), "os.chown": ((0, 3),), "os.utime": ((0, 3),), "os.setxattr": ((0, None),),
-    "os.removexattr": ((0, None),), "shutil.copyfile": ((1, None),), "shutil.copymode": ((1, None),),
-    "shutil.copystat": ((1, None),), "shutil.copytree": ((1, None),), "shutil.move": ((0, None), (1, None)),
-    "shutil.rmtree": ((0, 1),), "shutil.unpack_archive": ((1, None),), "shutil.chown": ((0, None),),
-}  # fmt: skip
 
 
 class Refused(RuntimeError):
     """Raised in the candidate when it reaches for the judge's state."""
-
-
-def trusted_roots(
-    extra_files: tuple[Path, ...] = (), solution: Path | None = None
-) -> tuple[tuple[str, ...], frozenset[str]]:
-    """Directories whose code is trusted, and files: the standard library, installed packages, cudasmith,
-    and the import path as it was before the solution was loaded (packages on PYTHONPATH, or installed
-    with `pip --target`), except the working directory and any directory holding the solution."""
-    paths = sysconfig.get_paths()
-    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
-    roots.add(str(Path(__file__).resolve().parents[1]))  # the cudasmith package
-    normalised = {os.path.realpath(r) + os.sep for r in roots if r}
-    solution_real = os.path.realpath(solution) if solution is not None else None
-    working = os.path.realpath(os.getcwd()) + os.sep
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        root = os.path.realpath(entry) + os.sep
-        if root == working or (solution_real is not None and solution_real.startswith(root)):
-            continue
-        normalised.add(root)
-    return tuple(sorted(normalised)), frozenset(os.path.realpath(str(f)) for f in extra_files)
-
-
-class Origins:
-    """Whose code a code object is: 'trusted', 'candidate', or 'neutral' (a pseudo file name)."""
-
-    def __init__(self, roots: tuple[str, ...], files: frozenset[str]) -> None:
-        self.roots = roots
-        self.files = files
-        self._known: dict[str, str] = {}
-
-    def of_path(self, filename: str) -> str:
-        if filename not in self._known:
-            if filename.startswith("<frozen "):
-                kind = "trusted"
-            elif filename.startswith("<") or not filename:
-                kind = "neutral"
-            else:
-                real = os.path.realpath(filename)
-                kind = "trusted" if real in self.files or real.startswith(self.roots) else "candidate"
-            self._known[filename] = kind
-        return self._known[filename]
-
-    def of(self, code: CodeType) -> str:
-        return self.of_path(code.co_filename)
-
-    def is_trusted_path(self, path: str) -> bool:
-        """A real file under a trusted root (compiling or writing code there is pretending to be trusted)."""
-        return not path.startswith("<") and self.of_path(path) == "trusted"
-
-    def is_trusted_now(self, path: str) -> bool:
-        """Like is_trusted_path, resolved afresh (a path seen before may be a symlink into a root now)."""
-        real = os.path.realpath(path)
-        return real in self.files or (real + os.sep).startswith(self.roots)  # a root itself included
-
-
-def _writes(mode: object, flags: object = None) -> bool:
-    """Whether an open() mode (text) or os.open() flags (os.O_*) write."""
-    if isinstance(mode, str) and any(flag in mode for flag in "wax+"):
-        return True
-    for value in (mode, flags):
-        if type(value) is int and value & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND):
-            return True
-    return False
-
-
-def _written_paths(event: str, args: tuple[Any, ...]) -> list[str]:
-    """The paths an audited call writes (open for writing, rename, link, copy, remove…); [] for others.
-    A path relative to a directory descriptor is joined to that directory."""
-    if event == "open":
-        writes = len(args) > 1 and _writes(args[1], args[2] if len(args) > 2 else None)
-        positions: tuple[tuple[int, int | None], ...] = ((0, None),) if writes else ()
-    else:
-        positions = WRITE_EVENTS.get(event, ())
-    paths = []
-    for position, directory in positions:
-        value = args[position] if position < len(args) else None
-        if isinstance(value, os.PathLike):
-            value = os.fspath(value)
-        if not isinstance(value, (str, bytes)):
-            continue  # a file descriptor: opening it for writing was the write
-        path = os.fsdecode(value)
-        descriptor = args[directory] if directory is not None and directory < len(args) else None
-        if type(descriptor) is int and descriptor >= 0 and not os.path.isabs(path):
-            with contextlib.suppress(OSError):
-                path = os.path.join(os.readlink(f"/proc/self/fd/{descriptor}"), path)
-        paths.append(path)
-    return paths
-
-
-def _opens_trusted_directory(args: tuple[Any, ...], origins: Origins) -> bool:
-    """Whether an open() opens a directory under a trusted root (writes relative to its descriptor are
-    not audited with their directory)."""
-    path = args[0] if args else None
-    if isinstance(path, os.PathLike):
-        path = os.fspath(path)
-    if not isinstance(path, (str, bytes)):
-        return False
-    return os.path.isdir(path) and origins.is_trusted_now(os.fsdecode(path))
 
 
 def _frames(start: FrameType | None) -> Iterator[FrameType]:
@@ -231,13 +157,15 @@ def _module_name(frame: FrameType) -> str:
 
 class Guard:
     """The installed audit hook's state: what was refused, and how many threads started since it was
-    installed have not ended."""
+    installed have not ended: the candidate's own, and the compiler's (torch.compile's, which starts its
+    own workers), known by their idents."""
 
     def __init__(self, origins: Origins) -> None:
         self.origins = origins
         self.violations: list[Violation] = []
         self.busy = False
         self.running = 0
+        self.compiler: set[int] = set()
         self.lock = _thread.allocate_lock()
 
     def first_violation(self) -> Violation | None:
@@ -245,28 +173,44 @@ class Guard:
         return self.violations[0] if self.violations else None
 
     def threads_running(self) -> int:
-        """Threads started since the hook was installed whose function has not returned."""
+        """Threads started since the hook was installed (not by the compiler) whose function has not returned."""
         return self.running
 
-    def start_counted(self, start: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Start a thread through `start`, counted until its function returns."""
+    def compiler_threads(self) -> frozenset[int]:
+        """The idents of the compiler's threads whose function has not returned."""
+        with self.lock:
+            return frozenset(self.compiler)
+
+    def start_counted(
+        self, start: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], compiler: bool = False
+    ) -> Any:
+        """Start a thread through `start`, counted until its function returns (`compiler`: by its ident, as
+        one of the compiler's)."""
         function, rest = args[0], args[1:]
-        lock = self.lock
+        lock, ident = self.lock, _thread.get_ident
 
         def counted(*call_args: Any, **call_kwargs: Any) -> Any:
+            if compiler:
+                with lock:
+                    self.compiler.add(ident())
             try:
                 return function(*call_args, **call_kwargs)
             finally:
                 with lock:
-                    self.running -= 1
+                    if compiler:
+                        self.compiler.discard(ident())
+                    else:
+                        self.running -= 1
 
-        with lock:
-            self.running += 1
+        if not compiler:
+            with lock:
+                self.running += 1
         try:
             return start(counted, *rest, **kwargs)
         except BaseException:
-            with lock:
-                self.running -= 1
+            if not compiler:
+                with lock:
+                    self.running -= 1
             raise
 
 
@@ -277,6 +221,7 @@ class Findings:
 
     first_violation: Callable[[], Violation | None]
     threads_running: Callable[[], int]
+    compiler_threads: Callable[[], frozenset[int]]
 
 
 def install(problem_file: Path | None = None, solution: Path | None = None, threads: bool = True) -> Findings:
@@ -288,6 +233,9 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
     # Imports the candidate triggers would write bytecode under trusted roots on its behalf: none is written.
     sys.dont_write_bytecode = True
     originals = _tripwire(guard, TRIPWIRED)
+    ctypes_module = sys.modules["ctypes"]
+    for name in RAW_MEMORY_ADDRESSES:
+        ctypes_module.__dict__.pop(name, None)
     getframe = sys._getframe
     origin_of = guard.origins.of
 
@@ -303,10 +251,22 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
                 continue
             module = _module_name(current)
             if kind == "trusted" and (
-                (module, current.f_code.co_name) in FRAME_HANDING or module in TRACER_MODULES
+                (module, current.f_code.co_name) in FRAME_HANDING or module in HANDING_MODULES
             ):
                 continue
             return kind == "candidate"
+        return False
+
+    def started_by_compiler(frame: FrameType | None) -> bool:
+        """Whether a thread is started by torch.compile's own code: the first frame above the standard
+        library's thread machinery is the compiler's (a candidate cannot make its code pass for it: code
+        under a trusted file name is refused)."""
+        for current in _frames(frame):
+            if origin_of(current.f_code) == "trusted" and _module_name(current).startswith(THREAD_MACHINERY):
+                continue
+            return origin_of(current.f_code) == "trusted" and _module_name(current).startswith(
+                COMPILER_MODULES
+            )
         return False
 
     def candidate_on_stack(frame: FrameType | None) -> bool:
@@ -332,13 +292,20 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
                 # The name checked is the name made (a spec could answer differently when asked again).
                 box.append(originals[name](ModuleSpec(module, None, origin="built-in")))
                 return
+            if name.startswith("ctypes."):
+                proxy = asking()  # the tripwire's frame: whoever called it is asking
+                if proxy is not None and caller_is_candidate(proxy.f_back):
+                    refuse(Rule.INTROSPECTION, f"reaching raw memory through {name.replace('._', '.')}")
+                box.append(originals[name](*call_args, **call_kwargs))
+                return
             if name.startswith("_thread."):
                 if not threads and candidate_on_stack(asking()):
                     refuse(
                         Rule.PROCESSES_THREADS,
                         f"starting a thread ({name}; this PyTorch records operators on the caller's only)",
                     )
-                box.append(guard.start_counted(originals[name], call_args, call_kwargs))
+                compiler = started_by_compiler(asking())
+                box.append(guard.start_counted(originals[name], call_args, call_kwargs, compiler))
                 return
             if candidate_on_stack(asking()):
                 if name.endswith(".signal"):
@@ -351,6 +318,9 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
         elif event in CALLER_EVENTS:
             if caller_is_candidate(asking()):
                 refuse(*CALLER_EVENTS[event])
+        elif event in RAW_MEMORY_EVENTS:
+            if caller_is_candidate(asking()):
+                refuse(Rule.INTROSPECTION, RAW_MEMORY_EVENTS[event])
         elif event == "object.__getattr__":
             if len(args) > 1 and args[1] in FRAME_ATTRIBUTES and caller_is_candidate(asking()):
                 refuse(Rule.INTROSPECTION, f"reading a frame through .{args[1]}")
@@ -367,6 +337,8 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
             interpreter = symbol.startswith(("Py", "_Py")) and not symbol.startswith(C_API_ALLOWED)
             if interpreter and candidate_on_stack(asking()):
                 refuse(Rule.INTROSPECTION, f"reaching the interpreter's C API through ctypes ({symbol})")
+            if symbol in RAW_MEMORY_SYMBOLS and candidate_on_stack(asking()):
+                refuse(Rule.INTROSPECTION, f"reaching raw memory through ctypes ({symbol})")
             if symbol.startswith(TORCH_CPP_SYMBOLS) and candidate_on_stack(asking()):
                 refuse(
                     Rule.PYTORCH_COMPUTE,
@@ -385,12 +357,12 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
                 refuse(Rule.TAMPERING, "loading marshalled code objects")
         elif event == "open" or event in WRITE_EVENTS:
             # Whoever does the writing (shutil, pathlib) does it for the candidate when its code is below.
-            for path in _written_paths(event, args):
+            for path in written_paths(event, args):
                 if guard.origins.is_trusted_now(path) and candidate_on_stack(asking()):
                     refuse(Rule.TAMPERING, f"writing into trusted code ({event} {path})")
             if (
                 event == "open"
-                and _opens_trusted_directory(args, guard.origins)
+                and opens_trusted_directory(args, guard.origins)
                 and candidate_on_stack(asking())
             ):
                 refuse(
@@ -399,7 +371,7 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
                 )
 
     sys.addaudithook(hook)
-    return Findings(guard.first_violation, guard.threads_running)
+    return Findings(guard.first_violation, guard.threads_running, guard.compiler_threads)
 
 
 def _tripwire(guard: Guard, wired: dict[str, tuple[str, ...]]) -> dict[str, Callable[..., Any]]:

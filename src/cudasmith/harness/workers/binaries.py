@@ -18,7 +18,7 @@ import struct
 import sys
 from typing import Any
 
-from cudasmith.harness.workers.audit import Origins
+from cudasmith.harness.workers.origins import Origins
 
 # Where the system's and the environment's shared libraries live (a library that torch loads lazily, such
 # as cuBLASLt at the first matmul, comes from one of these or from site-packages). A candidate's compiled

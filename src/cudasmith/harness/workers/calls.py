@@ -1,10 +1,11 @@
 """Calling code under test inside a worker: outputs checked for form, inputs checked for mutation, timed
-calls fed fresh inputs, and a few of their outputs kept for the judge to re-check."""
+calls fed fresh inputs, and their outputs kept for the parent to draw re-checks from."""
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,11 +24,11 @@ from cudasmith.timing.protocol import CallHooks
 # Timing rotates among this many distinct input sets, fewer when their memory would pass the cap.
 TIMING_INPUT_SETS = 4
 TIMING_INPUT_BYTES_CAP = 2 * 1024**3
-# Outputs kept for re-checking may use at most this much memory; fewer calls are checked beyond it.
-KEPT_OUTPUT_BYTES_CAP = 8 * 1024**3
 # Bound before candidate code runs: copies of kept outputs are made with these.
 _clone = torch.Tensor.clone
 _detach = torch.Tensor.detach
+_copy = torch.Tensor.copy_
+_empty = torch.empty
 
 
 class CandidateFault(Exception):
@@ -151,33 +152,51 @@ def timing_input_sets(problem: ModuleType, spec: TimeSpec, device: str) -> list[
     return sets
 
 
+@dataclass
+class Kept:
+    """A timed call whose outputs are kept for the parent to draw re-checks from."""
+
+    sample: int
+    set: int
+    perturb: int
+    outputs: list[torch.Tensor]
+
+
+def _empty_copy(tensor: torch.Tensor) -> torch.Tensor:
+    return _empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
+
+
 class TimedCalls(CallHooks):
     """Around each warm-up and timed call: fresh inputs (perturb_inputs, undone afterwards), a check of the
-    worker's integrity (`after_each`, run first once the call returns: CallHooks.called), and the outputs of
-    some timed calls kept for re-checking (reservoir sampling).
+    worker's integrity (`after_each`, run first once the call returns: CallHooks.called), and a copy of every
+    timed call's outputs, kept while they fit in `retain_bytes` (then a uniform sample of them, reservoir
+    sampling): the parent draws which of them to re-check only once this worker is stopped.
 
-    The perturbation is drawn just before a call and the choice to keep its output just after it returns,
-    both from the OS's entropy (clock.fresh_seed): nothing in the process, however much of it a candidate
-    reads, says how a later call's inputs will be perturbed or whether its output will be checked.
+    The perturbation is drawn just before a call, from the OS's entropy (clock.fresh_seed): nothing in the
+    process, however much of it a candidate reads, says how a later call's inputs will be perturbed. Copies
+    are made by `keep_like` (a tensor in shared memory on the CPU, Exporter.shared), by default on the
+    outputs' device.
     """
 
     def __init__(
         self,
         input_sets: list[list[Any]],
         device: str,
-        checks: int,
+        retain_bytes: int,
         perturb: bool,
         after_each: Callable[[int | None], None] | None = None,
+        keep_like: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> None:
         self.input_sets = input_sets
         self.device = device
         self.perturb = perturb
-        self.wanted = checks
+        self.retain_bytes = retain_bytes
         self.after_each = after_each
-        self.kept: list[tuple[int, int, int, list[torch.Tensor]]] = []  # (sample, set, perturbation, outputs)
+        self.keep_like = keep_like or _empty_copy
+        self.kept: list[Kept] = []
+        self.capacity = 0
         self.seen = 0
         self.current = 0
-        self.kept_bytes_cap = KEPT_OUTPUT_BYTES_CAP
 
     def before(self, sample: int | None, index: int) -> None:
         if self.perturb:
@@ -191,17 +210,22 @@ class TimedCalls(CallHooks):
     def after(self, sample: int | None, index: int, output: Any, kept: bool) -> None:
         if self.perturb:
             perturb_inputs(self.input_sets[index], self.current)  # restores the inputs
-        if sample is None or not kept or not self.wanted:
+        if sample is None or not kept or self.retain_bytes <= 0:
             return
         outputs = as_outputs(output, self.device)
-        if not self.kept:  # as many as fit in memory: a note says when that is fewer than asked
+        if not self.capacity:
             size = max(1, sum(o.numel() * o.element_size() for o in outputs))
-            self.wanted = max(1, min(self.wanted, self.kept_bytes_cap // size))
+            self.capacity = max(1, self.retain_bytes // size)
         self.seen += 1
-        slot = len(self.kept) if len(self.kept) < self.wanted else clock.fresh_below(self.seen)
-        if slot < self.wanted:
-            entry = (sample, index, self.current, [_clone(_detach(o)) for o in outputs])
-            if slot == len(self.kept):
-                self.kept.append(entry)
-            else:
-                self.kept[slot] = entry
+        slot = len(self.kept) if len(self.kept) < self.capacity else clock.fresh_below(self.seen)
+        if slot == len(self.kept):
+            copies = [self.keep_like(o) for o in outputs]
+            self.kept.append(Kept(sample, index, self.current, copies))
+        elif slot < self.capacity:
+            entry = self.kept[slot]
+            copies = entry.outputs
+            entry.sample, entry.set, entry.perturb = sample, index, self.current
+        else:
+            return
+        for copy, output_tensor in zip(copies, outputs, strict=True):
+            _copy(copy, _detach(output_tensor))

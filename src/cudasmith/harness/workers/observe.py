@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from types import FunctionType, ModuleType
 from typing import Any
 
-from cudasmith.harness.workers.audit import Origins
 from cudasmith.harness.workers.binaries import (
     SYSTEM_LIBRARY_DIRS,
     mapped_binaries,
     names_in_binary,
     read_binary,
 )
+from cudasmith.harness.workers.origins import Origins
 from cudasmith.harness.workers.recording import CpuEvent
 from cudasmith.harness.workers.runtimes import runtime_kernels
 from cudasmith.timing.activity import Activity

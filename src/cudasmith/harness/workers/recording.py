@@ -17,14 +17,18 @@ from typing import Any
 
 import torch
 
+from cudasmith.harness.workers.streams import StreamOp, sync_op
 from cudasmith.timing import clock
 from cudasmith.timing.activity import (
     Activity,
     activity_kind,
+    event_correlation,
     event_device_type,
     event_duration_ns,
+    event_metadata,
     event_name,
     event_start_ns,
+    event_stream,
     event_thread,
     result_events,
 )
@@ -43,35 +47,52 @@ class CpuEvent:
     kind: str
 
 
-def split_events(events: Iterable[Any], cuda_device_type: Any) -> tuple[list[CpuEvent], list[Activity]]:
-    """Kineto's events as operator ranges on the CPU and work on the GPU (read through the accessors
-    captured before any solution loaded)."""
+def split_events(
+    events: Iterable[Any], cuda_device_type: Any
+) -> tuple[list[CpuEvent], list[Activity], list[StreamOp]]:
+    """Kineto's events as operator ranges on the CPU, work on the GPU (with its stream and correlation id)
+    and the GPU's synchronisations (streams.py), read through the accessors captured before any solution
+    loaded."""
     cpu: list[CpuEvent] = []
     gpu: list[Activity] = []
+    syncs: list[StreamOp] = []
     for event in events:
         kind = activity_kind(event)
         name = event_name(event)
         start = event_start_ns(event)
         end = start + event_duration_ns(event)
         if event_device_type(event) == cuda_device_type:
-            if kind in GPU_WORK_KINDS and "sync" not in name.lower():
-                gpu.append(Activity(name, start, end, kind))
+            if kind == "cuda_sync":
+                metadata = event_metadata(event) if event_metadata is not None else ""
+                if op := sync_op(name, event_correlation(event), event_stream(event), metadata):
+                    syncs.append(op)
+            elif kind in GPU_WORK_KINDS and "sync" not in name.lower():
+                gpu.append(Activity(name, start, end, kind, event_stream(event), event_correlation(event)))
         elif kind in ("cpu_op", "user_annotation", "cpu_event"):
             cpu.append(CpuEvent(name, start, end, event_thread(event), kind))
     # Without activity types (older torch), annotations mirrored onto the GPU's timeline look like kernels:
     # they carry the names of ranges on the CPU, which no kernel has.
     ranges = {event.name for event in cpu}
-    return cpu, [activity for activity in gpu if activity.name not in ranges]
+    return cpu, [activity for activity in gpu if activity.name not in ranges], syncs
 
 
 class RecordingLost(Exception):
     """The judge's recording did not span the whole window: switched off, or restarted, in between."""
 
 
-def _every_thread_config() -> Any:
-    """Kineto's option to record operators on every thread (torch 2.7 on), or None where torch lacks it."""
+def _every_thread_config(synchronisations: bool = False) -> Any:
+    """Kineto's option to record operators on every thread (torch 2.7 on), or None where torch lacks it;
+    `synchronisations`: with the GPU's synchronisations and their fields too (streams.py), where torch can."""
+    config = torch._C._profiler._ExperimentalConfig
+    if synchronisations:
+        try:
+            return config(
+                profile_all_threads=True, enable_cuda_sync_events=True, expose_kineto_event_metadata=True
+            )
+        except (TypeError, AttributeError):
+            pass
     try:
-        return torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+        return config(profile_all_threads=True)
     except (TypeError, AttributeError):
         return None
 
@@ -85,9 +106,9 @@ _autograd = torch._C._autograd
 _profiler = torch._C._profiler
 
 
-def _profiler_config() -> Any:
+def _profiler_config(gpu: bool) -> Any:
     profiler = _profiler
-    experimental = _every_thread_config() or profiler._ExperimentalConfig()
+    experimental = _every_thread_config(synchronisations=gpu) or profiler._ExperimentalConfig()
     fields = (profiler.ProfilerState.KINETO, False, False, False, False, False, experimental)
     try:
         return profiler.ProfilerConfig(*fields, "")
@@ -109,7 +130,7 @@ class Observation:
         activities = {profiler.ProfilerActivity.CPU}
         if self.gpu:
             activities.add(profiler.ProfilerActivity.CUDA)
-        config = _profiler_config()
+        config = _profiler_config(self.gpu)
         autograd._prepare_profiler(config, activities)
         self._disable = autograd._disable_profiler  # the stop calls what the start saw
         autograd._enable_profiler(config, activities)
@@ -118,19 +139,19 @@ class Observation:
         with clock.RecordFunctionFast(self._opening):
             pass
 
-    def stop(self) -> tuple[list[CpuEvent], list[Activity], int]:
-        """Operators, GPU work, and how many CUDA graphs were launched; RecordingLost when the recording
-        was not whole."""
+    def stop(self) -> tuple[list[CpuEvent], list[Activity], int, list[StreamOp]]:
+        """Operators, GPU work, how many CUDA graphs were launched, and the GPU's synchronisations;
+        RecordingLost when the recording was not whole."""
         with clock.RecordFunctionFast(self._closing):
             pass
         if self.gpu:
             clock.cuda_synchronize()
         results = self._disable()
         events = list(result_events(results)) if results is not None else []
-        cpu, gpu = split_events(events, clock.CUDA_DEVICE_TYPE)
+        cpu, gpu, syncs = split_events(events, clock.CUDA_DEVICE_TYPE)
         seen = {event.name for event in cpu}
         if self._opening not in seen or self._closing not in seen:
             raise RecordingLost("the judge's recording was switched off or restarted in the middle")
         cpu = [event for event in cpu if event.name not in (self._opening, self._closing)]
         graphs = sum(1 for event in events if "GraphLaunch" in event_name(event))
-        return cpu, gpu, graphs
+        return cpu, gpu, graphs, syncs

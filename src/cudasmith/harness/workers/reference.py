@@ -36,16 +36,16 @@ from cudasmith.harness.wire.messages import (
     ProblemLoaded,
     ReferenceNotes,
     Time,
-    Timed,
     TimeSpec,
     WorkerSetup,
 )
 from cudasmith.harness.wire.messages import Reference as ReferenceRequest
+from cudasmith.harness.wire.outputs import Timed
 from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.harness.wire.transfer import TransferError, import_outputs
 from cudasmith.harness.workers.calls import TimedCalls, spec_inputs, timing_input_sets
 from cudasmith.harness.workers.check import all_finite, compare_outputs, validate_outputs
-from cudasmith.harness.workers.recording import Observation
+from cudasmith.harness.workers.recording import EVERY_THREAD, Observation
 from cudasmith.harness.workers.scale import ZERO_ANSWER_OWN_ERROR, computation_scale
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import (
@@ -60,6 +60,7 @@ from cudasmith.tasks.inputs import (
 from cudasmith.tasks.parameters import draw_into, drawn_values
 from cudasmith.tasks.problem import load_module
 from cudasmith.timing import clock
+from cudasmith.timing.calling import start_call_thread
 from cudasmith.timing.measure import measure
 
 # Reference outputs kept on the device for the session, at most this share of its memory (or, on the
@@ -164,6 +165,8 @@ class ReferenceWorker:
             gpu_uuid = f"GPU-{properties.uuid}" if getattr(properties, "uuid", None) else None
         else:
             gpu_uuid = None
+            if EVERY_THREAD:  # baselines are timed as candidates are: calls on a thread of their own
+                start_call_thread()
         perturb.prepare(self.device)
         return ProblemLoaded(device_name(self.device), launch_us, gpu_uuid)
 

@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any
 
-from cudasmith.harness.workers.audit import Origins
+from cudasmith.harness.workers.origins import Origins
 
 # A __global__ function's name in CUDA C++ source: the identifier before its parameter list (after any
 # qualifiers, the return type and __launch_bounds__).

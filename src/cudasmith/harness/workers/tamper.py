@@ -320,11 +320,21 @@ class Snapshot:
             Path(root_file).resolve().parent
         )
 
-    def new_threads(self) -> list[str]:
+    def new_threads(self) -> list[int]:
         """Threads now alive that were not at the snapshot, by ident. Nothing is asked of them (no
         `is_alive()`, no `.name`): a registry entry is the candidate's object, and a call on it would run its
         code after the timer stopped; a thread's entry and its frames go when it ends."""
-        return [f"ident {ident}" for ident in sorted(self._thread_idents() - self.threads)]
+        return sorted(self._thread_idents() - self.threads)
+
+    def running_code(self, ident: int) -> list[Any]:
+        """The code objects on a thread's stack now, innermost first (empty for a thread not running Python).
+        Read from the interpreter's own frames: nothing of the thread's is called."""
+        frame = self._running_python().get(ident)
+        codes = []
+        while frame is not None:
+            codes.append(frame.f_code)
+            frame = frame.f_back
+        return codes
 
     def new_signal_handlers(self) -> list[str]:
         """Signals whose handler changed (a handler runs between the judge's calls and sees its frame)."""

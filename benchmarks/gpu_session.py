@@ -1,0 +1,249 @@
+"""One call on a GPU machine: the GPU tests in one pytest process, then the benchmarks, inside one budget.
+
+    python benchmarks/gpu_session.py --out DIR --budget-s 570                 # every step, in order
+    python benchmarks/gpu_session.py --out DIR --budget-s 570 --steps tests   # some of them
+
+Device time is lent by the minute, so a call must end with its results written, whatever ran out. Each step
+is a process of its own: its lines are printed as they come (prefixed with the step's name) and kept in
+DIR/STEP.log; it gets what is left of the budget less a reserve, or its own cap where that is less. A step
+that would get less than its least useful time is skipped, saying so. The table printed last (and
+DIR/session.json) says, per step: its exit code, its seconds, and whether it ran out of time. Steps:
+
+  tests        pytest -m gpu, one process, serially (the exploit suite first), JUnit XML in DIR
+  trust_cost   benchmarks/trust_cost.py on the GPU, then on the CPU (issue 44's cost, one run)
+  throughput   benchmarks/throughput.py's no-build stream: a session against KernelBench's evaluator
+  serve        benchmarks/serve_throughput.py on the no-build stream, with the exploit suite's statuses
+  screening    benchmarks/optimize_gpu.py --screening (a search's screen against --confirm-all)
+
+Wheels the machine lacks may be carried in .whl/ (git-ignored): they are installed first into a folder
+put on PYTHONPATH, never into the machine's site-packages. A KernelBench checkout in .kernelbench serves
+the throughput step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# Left at the end of the budget for the table and the files to be written.
+RESERVE_S = 10.0
+# The files that hold GPU tests, in the order they matter most: the exploit suite first. A test file with a
+# GPU test outside this list is a defect of this list: test_gpu_session.py compares it with the tests.
+TEST_ORDER = (
+    "tests/exploits/test_exploits_gpu.py",
+    "tests/exploits/test_cold_l2_gpu.py",
+    "tests/harness/test_sandbox_gpu.py",
+    "tests/harness/test_sandbox.py",
+    "tests/harness/test_gpu.py",
+    "tests/harness/test_confirm.py",
+    "tests/harness/test_references_ahead.py",
+    "tests/harness/test_lease_gpu.py",
+    "tests/harness/test_runtimes_gpu.py",
+    "tests/timing/test_timing_gpu.py",
+    "tests/runtime/test_runtime.py",
+    "tests/serve/test_server_gpu.py",
+)
+
+
+@dataclass
+class Step:
+    name: str
+    command: list[str]
+    cap_s: float  # the most it may take
+    least_s: float  # below this, not worth starting
+
+
+@dataclass
+class Outcome:
+    name: str
+    rc: int | None
+    wall_s: float
+    timed_out: bool
+    skipped: str = ""
+
+
+def steps(out: Path, budget_s: float) -> dict[str, list[Step]]:
+    py = sys.executable
+    share = max(60.0, budget_s / 3)
+    return {
+        "tests": [
+            Step(
+                "tests",
+                [
+                    py,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-m",
+                    "gpu",
+                    "-rfEs",
+                    "--durations=25",
+                    f"--junitxml={out / 'gpu_tests.xml'}",
+                    *TEST_ORDER,
+                ],
+                budget_s,
+                60.0,
+            )
+        ],
+        "trust_cost": [
+            Step(
+                "trust_cost_cuda",
+                [py, "benchmarks/trust_cost.py", "--device", "cuda", "--repeats", "3"],
+                share,
+                60,
+            ),
+            Step(
+                "trust_cost_cpu",
+                [py, "benchmarks/trust_cost.py", "--device", "cpu", "--repeats", "3"],
+                share,
+                60,
+            ),
+        ],
+        "throughput": [
+            Step(
+                "throughput",
+                [
+                    py,
+                    "benchmarks/throughput.py",
+                    "--stream-kind",
+                    "nobuild",
+                    "--session-rows",
+                    "default",
+                    "--kernelbench",
+                    ".kernelbench",
+                    "--kernelbench-weight",
+                    "1.0",
+                    "--no-interference",
+                    "--budget-s",
+                    f"{share:.0f}",
+                    "--out",
+                    str(out / "throughput.json"),
+                ],
+                share + 60,
+                120.0,
+            )
+        ],
+        "serve": [
+            Step(
+                "serve",
+                [
+                    py,
+                    "benchmarks/serve_throughput.py",
+                    "--candidates",
+                    "nobuild",
+                    "--budget-s",
+                    f"{share:.0f}",
+                    "--out",
+                    str(out / "serve_throughput.json"),
+                ],
+                share + 90,
+                120.0,
+            )
+        ],
+        "screening": [
+            Step(
+                "screening",
+                [py, "benchmarks/optimize_gpu.py", "--screening", "--out", str(out / "screening")],
+                share,
+                120.0,
+            )
+        ],
+    }
+
+
+def install_wheels(folder: Path, env: dict[str, str]) -> str:
+    """The wheels in `folder` installed into a folder of their own, put first on PYTHONPATH; what was done."""
+    wheels = sorted(folder.glob("*.whl"))
+    if not wheels:
+        return "no wheels carried"
+    target = Path(tempfile.mkdtemp(prefix="cudasmith-wheels-"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+         "--no-cache-dir", "--target", str(target), *map(str, wheels)],
+        check=True,
+    )  # fmt: skip
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), str(ROOT / "src"), env.get("PYTHONPATH")]))
+    return f"{len(wheels)} wheels installed into {target}"
+
+
+def run_step(step: Step, limit_s: float, out: Path, env: dict[str, str]) -> Outcome:
+    """Run one step, its lines printed as they come and kept in out/NAME.log; killed at `limit_s`."""
+    started = time.monotonic()
+    print(f"== {step.name} (up to {limit_s:.0f} s): {' '.join(step.command)}", flush=True)
+    with open(out / f"{step.name}.log", "w") as log:
+        process = subprocess.Popen(
+            step.command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        assert process.stdout is not None
+
+        def copy() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                log.flush()
+                print(f"[{step.name}] {line}", end="", flush=True)
+
+        reader = threading.Thread(target=copy, daemon=True)
+        reader.start()
+        try:
+            rc: int | None = process.wait(timeout=limit_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.wait()
+            rc, timed_out = None, True
+        reader.join(timeout=5)
+    return Outcome(step.name, rc, round(time.monotonic() - started, 1), timed_out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the logs, JSON and JUnit XML")
+    parser.add_argument("--budget-s", type=float, required=True, help="the whole call's seconds")
+    parser.add_argument("--steps", default="tests,trust_cost,throughput,serve,screening",
+                        help="comma-separated, in order: tests, trust_cost, throughput, serve, screening")  # fmt: skip
+    parser.add_argument(
+        "--wheels", type=Path, default=ROOT / ".whl", help="wheels to install first (default .whl)"
+    )
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.budget_s - RESERVE_S
+    known = steps(args.out, args.budget_s)
+    chosen = [name.strip() for name in args.steps.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        parser.error(f"unknown step(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    print(f"wheels: {install_wheels(args.wheels, env)}", flush=True)
+    outcomes: list[Outcome] = []
+    for step in (step for name in chosen for step in known[name]):
+        left = deadline - time.monotonic()
+        if left < step.least_s:
+            outcomes.append(
+                Outcome(step.name, None, 0.0, False, f"{left:.0f} s left, needs {step.least_s:.0f}")
+            )
+            print(f"== {step.name}: skipped ({outcomes[-1].skipped})", flush=True)
+            continue
+        outcomes.append(run_step(step, min(step.cap_s, left), args.out, env))
+    print(f"\n{'step':<16} {'rc':>4} {'wall s':>8}  note")
+    for o in outcomes:
+        note = o.skipped or ("ran out of time (killed)" if o.timed_out else "")
+        print(f"{o.name:<16} {'-' if o.rc is None else o.rc:>4} {o.wall_s:>8.1f}  {note}")
+    (args.out / "session.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
+    return 0 if all(o.rc == 0 for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

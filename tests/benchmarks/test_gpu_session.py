@@ -1,0 +1,77 @@
+"""benchmarks/gpu_session.py without a GPU: its list of GPU test files is the tests' own, a step past its time
+is killed and says so, and a step that would get less than its least useful time is skipped, not started."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from conftest import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("gpu_session")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_every_file_with_a_gpu_test_is_run_and_only_those(session: ModuleType) -> None:
+    # pytest's own collection of the gpu marker (collected without a GPU too; skipped only when run)
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert collected.returncode == 0, collected.stdout[-2000:]
+    marked = {line.split("::")[0] for line in collected.stdout.splitlines() if "::" in line}
+    assert marked == set(session.TEST_ORDER)
+    assert session.TEST_ORDER[0] == "tests/exploits/test_exploits_gpu.py"
+
+
+def test_a_step_past_its_time_is_killed_and_its_lines_are_kept(session: ModuleType, tmp_path: Path) -> None:
+    code = "import time; print('begun', flush=True); time.sleep(120)"
+    step = session.Step("sleeper", [sys.executable, "-c", code], cap_s=600.0, least_s=0.0)
+    outcome = session.run_step(step, 3.0, tmp_path, {"PATH": "/usr/bin:/bin"})
+    assert outcome.timed_out and outcome.rc is None
+    assert outcome.wall_s < 60  # killed, not waited for: the sleep is two minutes
+    assert (tmp_path / "sleeper.log").read_text() == "begun\n"
+
+
+def test_a_step_that_finishes_gives_its_exit_code(session: ModuleType, tmp_path: Path) -> None:
+    step = session.Step("fails", [sys.executable, "-c", "raise SystemExit(3)"], cap_s=600.0, least_s=0.0)
+    outcome = session.run_step(step, 120.0, tmp_path, {"PATH": "/usr/bin:/bin"})
+    assert (outcome.rc, outcome.timed_out) == (3, False)
+
+
+def test_steps_that_do_not_fit_the_budget_are_skipped_and_the_table_says_so(tmp_path: Path) -> None:
+    # The tests step needs a minute; a budget of 30 s leaves it no time: skipped, nothing started.
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_session.py"), "--out", str(tmp_path), "--budget-s", "30",
+         "--steps", "tests", "--wheels", str(tmp_path / "none")],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "tests: skipped" in done.stdout
+    outcomes = json.loads((tmp_path / "session.json").read_text())
+    assert [(o["name"], o["rc"], o["skipped"] != "") for o in outcomes] == [("tests", None, True)]
+
+
+def test_an_unknown_step_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_session.py"), "--out", str(tmp_path), "--budget-s", "30",
+         "--steps", "tests,nosuch"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "unknown step(s) nosuch" in done.stderr

@@ -1,0 +1,86 @@
+"""The happens-before graph of a call's GPU work, built from records as CUPTI gives them (made up here: the
+graph is logic; the GPU exploit tests judge real calls). Work the caller's stream does not wait for by the
+time forward returns is a race however early it ended; so is a stream that waits on itself."""
+
+from __future__ import annotations
+
+from cudasmith.harness.workers.streams import (
+    CONTEXT_SYNC,
+    EVENT_SYNC,
+    STREAM_SYNC,
+    STREAM_WAIT,
+    StreamOp,
+    races,
+    sync_op,
+)
+
+CALLER, SIDE, OTHER = 7, 13, 21
+RETURNED = 100  # the marker's correlation id, launched on the caller's stream as forward returned
+
+
+def work(correlation: int, stream: int, name: str = "kernel") -> StreamOp:
+    return StreamOp("work", correlation, stream, name)
+
+
+def wait(correlation: int, stream: int, on: int, recorded_at: int) -> StreamOp:
+    return StreamOp(STREAM_WAIT, correlation, stream, STREAM_WAIT, on, recorded_at)
+
+
+def test_work_on_a_side_stream_never_waited_for_is_a_race_however_early_it_ended() -> None:
+    reason = races([work(1, CALLER), work(2, SIDE, "cumsum_kernel")], CALLER, RETURNED)
+    assert reason is not None and "unsynchronised side stream" in reason and "cumsum_kernel" in reason
+
+
+def test_the_caller_waiting_on_an_event_recorded_after_the_side_work_orders_it() -> None:
+    ops = [work(1, SIDE), work(2, SIDE), wait(4, CALLER, on=SIDE, recorded_at=3), work(5, CALLER)]
+    assert races(ops, CALLER, RETURNED) is None
+
+
+def test_an_event_recorded_before_the_side_work_does_not_cover_it() -> None:
+    ops = [wait(2, CALLER, on=SIDE, recorded_at=1), work(3, SIDE)]
+    assert races(ops, CALLER, RETURNED) is not None
+
+
+def test_host_synchronisations_order_what_they_waited_for() -> None:
+    side_work = [work(1, SIDE), work(2, OTHER)]
+    stream_sync = [StreamOp(STREAM_SYNC, 3, SIDE, STREAM_SYNC), StreamOp(STREAM_SYNC, 4, OTHER, STREAM_SYNC)]
+    assert races([*side_work, *stream_sync], CALLER, RETURNED) is None
+    assert races([*side_work, stream_sync[0]], CALLER, RETURNED) is not None, "the other stream is not synced"
+    assert races([*side_work, StreamOp(CONTEXT_SYNC, 3, -1, CONTEXT_SYNC)], CALLER, RETURNED) is None
+    event = StreamOp(EVENT_SYNC, 4, -1, EVENT_SYNC, SIDE, 3)
+    assert races([work(1, SIDE), event], CALLER, RETURNED) is None
+
+
+def test_waits_are_transitive() -> None:
+    ops = [
+        work(1, SIDE),
+        wait(3, OTHER, on=SIDE, recorded_at=2),
+        work(4, OTHER),
+        wait(6, CALLER, on=OTHER, recorded_at=5),
+    ]
+    assert races(ops, CALLER, RETURNED) is None
+
+
+def test_a_stream_that_waits_on_itself_is_named() -> None:
+    ops = [work(1, SIDE), wait(3, SIDE, on=SIDE, recorded_at=2)]
+    reason = races(ops, CALLER, RETURNED)
+    assert reason is not None and "waits on itself" in reason
+    joined_later = [*ops, wait(5, CALLER, on=SIDE, recorded_at=4)]
+    assert "waits for nothing" in str(races(joined_later, CALLER, RETURNED)), (
+        "a self-wait is named however joined"
+    )
+
+
+def test_only_what_was_issued_before_forward_returned_is_the_call_s() -> None:
+    assert races([work(1, CALLER), work(RETURNED + 1, SIDE)], CALLER, RETURNED) is None
+    late_wait = [work(1, SIDE), wait(RETURNED + 2, CALLER, on=SIDE, recorded_at=RETURNED + 1)]
+    assert races(late_wait, CALLER, RETURNED) is not None
+
+
+def test_synchronisations_are_read_from_kineto_s_records() -> None:
+    metadata = '"cuda_sync_kind": "Stream Wait Event",\n "wait_on_stream": 13, "wait_on_cuda_event_record_corr_id": 41, "wait_on_cuda_event_id": 2,'
+    op = sync_op(STREAM_WAIT, 42, 7, metadata)
+    assert op == StreamOp(STREAM_WAIT, 42, 7, STREAM_WAIT, 13, 41)
+    assert sync_op(CONTEXT_SYNC, 5, 2**32 - 1, "").stream == -1  # type: ignore[union-attr]
+    assert sync_op("cudaLaunchKernel", 5, 7, "") is None
+    assert sync_op(STREAM_WAIT, 5, 7, "not json").recorded_at == -1  # type: ignore[union-attr]
