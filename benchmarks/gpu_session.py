@@ -71,7 +71,8 @@ class Outcome:
     skipped: str = ""
 
 
-def steps(out: Path, budget_s: float) -> dict[str, list[Step]]:
+def steps(out: Path, budget_s: float, tests: list[str] | None = None) -> dict[str, list[Step]]:
+    """Every step by name; `tests`: the test node ids to run instead of every GPU test (TEST_ORDER)."""
     py = sys.executable
     share = max(60.0, budget_s / 3)
     return {
@@ -85,12 +86,14 @@ def steps(out: Path, budget_s: float) -> dict[str, list[Step]]:
                     "-q",
                     "-p",
                     "no:cacheprovider",
+                    "-p",
+                    "pytest_live",
                     "-m",
                     "gpu",
                     "-rfEs",
                     "--durations=25",
                     f"--junitxml={out / 'gpu_tests.xml'}",
-                    *TEST_ORDER,
+                    *(tests or TEST_ORDER),
                 ],
                 budget_s,
                 60.0,
@@ -173,7 +176,7 @@ def install_wheels(folder: Path, env: dict[str, str]) -> str:
          "--no-cache-dir", "--target", str(target), *map(str, wheels)],
         check=True,
     )  # fmt: skip
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), env.get("PYTHONPATH")]))
     return f"{len(wheels)} wheels installed into {target}"
 
 
@@ -217,15 +220,23 @@ def main() -> int:
     parser.add_argument(
         "--wheels", type=Path, default=ROOT / ".whl", help="wheels to install first (default .whl)"
     )
+    parser.add_argument(
+        "--tests", type=Path, help="a file of test node ids, one a line: only those (re-runs)"
+    )
     args = parser.parse_args()
     deadline = time.monotonic() + args.budget_s - RESERVE_S
-    known = steps(args.out, args.budget_s)
+    tests = [line for line in args.tests.read_text().splitlines() if line.strip()] if args.tests else None
+    known = steps(args.out, args.budget_s, tests)
     chosen = [name.strip() for name in args.steps.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in known]
     if unknown:
         parser.error(f"unknown step(s) {', '.join(unknown)}; known: {', '.join(known)}")
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
+    # the package as this checkout has it, and benchmarks/ for the tests' live report (pytest_live.py)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT / "src"), str(ROOT / "benchmarks"), env.get("PYTHONPATH")])
+    )
     print(f"wheels: {install_wheels(args.wheels, env)}", flush=True)
     outcomes: list[Outcome] = []
     for step in (step for name in chosen for step in known[name]):

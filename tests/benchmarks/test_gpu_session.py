@@ -75,3 +75,19 @@ def test_an_unknown_step_is_a_usage_error(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "unknown step(s) nosuch" in done.stderr
+
+
+def test_the_live_report_prints_a_failure_as_it_happens(tmp_path: Path) -> None:
+    (tmp_path / "test_two.py").write_text(
+        "def test_fails():\n    assert 1 + 1 == 3, 'arithmetic'\n\ndef test_passes():\n    pass\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_live", "test_two.py"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(BENCHMARKS)},
+    )  # fmt: skip
+    assert done.returncode == 1
+    live = done.stdout.split("= FAILURES =")[0]  # what was printed before pytest's own summary
+    failed = live[live.index("[failed") :]
+    assert "test_two.py::test_fails (call)" in failed and "arithmetic" in failed
+    assert "[passed" in live and "test_two.py::test_passes" in live
