@@ -56,5 +56,5 @@ def test_a_time_under_the_roofline_floor_is_rejected_as_impossible() -> None:
 def test_graph_timing_needs_a_gpu() -> None:
     with pytest.raises(UsageError, match="needs a GPU"):
         evaluate(SOLUTIONS / "vector_add_cpu.py", task="level1/vector_add", graph=True, **ON_CPU)
-    with pytest.raises(UsageError, match="L2 state"):
+    with pytest.raises(UsageError, match="--l2 must be cold or hot"):
         evaluate(SOLUTIONS / "vector_add_cpu.py", task="level1/vector_add", l2_state="lukewarm", **ON_CPU)

@@ -81,7 +81,7 @@ def test_configs_after_a_failure_are_not_checked_in_the_verdict_and_its_json() -
     assert Verdict.from_dict(data).configs[2].status is Status.NOT_CHECKED
     with pytest.raises(Exception, match="not a verdict"):
         Verdict.from_dict({**data, "status": "not_checked"})  # a config's status, never a verdict's
-    assert "hidden#0   not_checked" in rendered(print_verdict, verdict)
+    assert "hidden#0  not_checked" in rendered(print_verdict, verdict)
 
 
 @pytest.mark.parametrize(
