@@ -180,10 +180,16 @@ def test_a_worker_s_slot_takes_the_place_of_its_solution_s_build_folder_with_its
     third = Scratch(tmp_path / "problem.py", "third")
     try:
         _, taken = third.stage(solution, landlock=False)
-        assert taken == third.slot, "under a namespace the worker writes through its slot's own mount"
-        assert (folder / "ext.so").read_bytes() == b"built" and folder.stat().st_ino == third.slot_inode
+        # Under a namespace the slot is a mount point of the worker's: renamed, its mount would be detached.
+        assert taken == third.slot and not folder.exists(), "the slot keeps its name while its worker runs"
+        assert (third.slot / "ext.so").read_bytes() == b"built"
+        (third.slot / "more.so").write_bytes(b"built too")
     finally:
         third.remove()
+    assert not third.slot.exists() and folder.stat().st_ino == third.slot_inode, (
+        "the slot took the folder's place"
+    )
+    assert (folder / "more.so").read_bytes() == b"built too" and folder_intact(folder), "and was sealed"
 
 
 def test_a_changed_build_folder_is_moved_aside_and_old_ones_are_swept(

@@ -84,3 +84,12 @@ def test_synchronisations_are_read_from_kineto_s_records() -> None:
     assert sync_op(CONTEXT_SYNC, 5, 2**32 - 1, "").stream == -1  # type: ignore[union-attr]
     assert sync_op("cudaLaunchKernel", 5, 7, "") is None
     assert sync_op(STREAM_WAIT, 5, 7, "not json").recorded_at == -1  # type: ignore[union-attr]
+
+
+def test_every_kind_of_synchronisation_is_known_by_name_where_the_records_carry_it_as_work() -> None:
+    # On the H200 (torch 2.11) a stream's wait came through with the activity type of work: it was taken for
+    # a kernel that was not the solution's. Both readers of the records know the names as well.
+    from cudasmith.harness.workers.streams import SYNC_KINDS
+    from cudasmith.timing.activity import SYNC_NAMES
+
+    assert set(SYNC_KINDS) == SYNC_NAMES == {STREAM_WAIT, EVENT_SYNC, STREAM_SYNC, CONTEXT_SYNC}

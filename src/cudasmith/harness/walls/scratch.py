@@ -5,7 +5,8 @@ of shared memory of its own (the outputs it hands the judge; no other candidate'
 writable), and a sandbox policy (sandbox.py) that lets it write there and into one build folder: an empty
 slot the parent makes beside the build cache's per-solution folders (`runtime.cache.extension_root`)
 before the worker starts. Once the solution is known, the parent moves that solution's build folder's
-files into the slot and renames the slot into the folder's place (Landlock's rules follow the inode):
+files into the slot and renames the slot into the folder's place (Landlock's rules follow the inode; under
+a mount namespace the slot keeps its name until the worker ends, as renaming a mount point detaches it):
 each build folder is written by one worker at a time, of its own solution, and by nothing else. The
 solution is copied into the scratch folder, so the folder it came from, and the files beside it, stay
 out of reach.
@@ -126,11 +127,15 @@ _held: dict[Path, int] = {}
 _held_lock = threading.Lock()
 
 
-def take_over(slot: Path, folder: Path) -> Path:
+def take_over(slot: Path, folder: Path, rename: bool = True) -> Path:
     """Give a worker's empty `slot` the place of its solution's build folder `folder`, with that folder's
     files when it is intact (folder_intact; otherwise it is moved aside, and the solution builds again);
     returns where the worker's build folder now is: `folder`, or the slot itself while another worker of
-    this process holds `folder` (that one builds again, in its slot)."""
+    this process holds `folder` (that one builds again, in its slot).
+
+    `rename=False` (a worker confined by a mount namespace): the slot keeps its name and the folder stays
+    away until give_back renames the slot into its place. Renaming a folder that is a mount point in
+    another namespace detaches that mount, and the worker would be left with no folder it may write."""
     with _held_lock:
         if folder in _held:
             return slot
@@ -144,6 +149,9 @@ def take_over(slot: Path, folder: Path) -> Path:
                 with contextlib.suppress(OSError):
                     folder.rename(moved_aside(folder))
                 sweep_moved_aside(folder.parent)
+        if not rename:
+            _held[folder] = slot.stat().st_ino
+            return slot
         try:
             slot.rename(folder)
         except OSError:  # another judge's worker took it meanwhile: this one builds in its slot
@@ -152,12 +160,15 @@ def take_over(slot: Path, folder: Path) -> Path:
         return folder
 
 
-def give_back(folder: Path) -> None:
+def give_back(folder: Path, slot: Path | None = None) -> None:
     """Seal a build folder its worker held (it has ended), unless the folder there is no longer the one it
-    held (another judge moved it aside)."""
+    held (another judge moved it aside). `slot`: the worker built in its slot (take_over's rename=False),
+    renamed into the folder's place now, unless another judge made a folder there meanwhile."""
     with _held_lock:
         inode = _held.pop(folder, None)
     with contextlib.suppress(OSError):
+        if slot is not None and inode is not None and slot.stat().st_ino == inode:
+            slot.rename(folder)  # refused where a folder is there already (not empty): the slot is dropped
         if inode is not None and folder.stat().st_ino == inode:
             seal_folder(folder)
 
@@ -195,6 +206,7 @@ class Scratch:
             policy.scratch, policy.read, (*policy.write, str(self.slot)), policy.hide
         )
         self.build: Path | None = None
+        self.built_in_slot = False  # the worker built in its slot, to take the folder's place when it ends
 
     def env(self) -> dict[str, str]:
         """The worker's variables: its policy, its shared memory, and every temporary or cache folder pointed
@@ -214,26 +226,30 @@ class Scratch:
             # The worker finds the build cache where this process does, though its HOME moved.
             "CUDASMITH_CACHE": str(cache_root()),
         }
-        if _confinable():
+        if _confinable() and os.environ.get(sandbox.MECHANISMS_ENV) != sandbox.NO_SANDBOX:
             variables[sandbox.REQUIRED_ENV] = "1"  # confined here, or not run at all
         return variables
 
     def stage(self, solution: Path, landlock: bool) -> tuple[Path, Path]:
         """Copy the solution in and give the worker its solution's build folder (take_over); returns the
-        copy and the folder the worker builds in: the build folder's own name under Landlock, whose rules
-        follow the slot there, else the slot's (a namespace's mount of it stays where it was made)."""
-        folder = take_over(self.slot, build_folder(solution))
-        if folder != self.slot:
+        copy and the folder the worker builds in: under Landlock, whose rules follow the slot, the build
+        folder's own name (the slot renamed there); under a mount namespace, the slot, which keeps its name
+        (and its mount) until the worker ends."""
+        folder = build_folder(solution)
+        where = take_over(self.slot, folder, rename=landlock)
+        if where != self.slot:
             self.build = folder
+        elif not landlock and _held.get(folder) == self.slot_inode:
+            self.build, self.built_in_slot = folder, True
         staged = self.root / "solution" / solution.name
         shutil.copyfile(solution, staged)
-        return staged, folder if landlock else self.slot
+        return staged, where
 
     def remove(self) -> None:
         """Seal the build folder the worker held, and delete the rest: its scratch folder, its shared memory,
         its slot if it never took one over."""
         if self.build is not None:
-            give_back(self.build)
+            give_back(self.build, self.slot if self.built_in_slot else None)
         shutil.rmtree(self.slot, ignore_errors=True)
         shutil.rmtree(self.shared_memory, ignore_errors=True)
         shutil.rmtree(self.root, ignore_errors=True)

@@ -165,6 +165,8 @@ class Guard:
         self.violations: list[Violation] = []
         self.busy = False
         self.running = 0
+        # Where each of those running threads was started (the first frame above the thread machinery).
+        self.starters: list[str] = []
         self.compiler: set[int] = set()
         self.lock = _thread.allocate_lock()
 
@@ -176,16 +178,26 @@ class Guard:
         """Threads started since the hook was installed (not by the compiler) whose function has not returned."""
         return self.running
 
+    def first_starter(self) -> str:
+        """Where the first of the running threads was started: 'module.function', or '?'."""
+        with self.lock:
+            return self.starters[0] if self.starters else "?"
+
     def compiler_threads(self) -> frozenset[int]:
         """The idents of the compiler's threads whose function has not returned."""
         with self.lock:
             return frozenset(self.compiler)
 
     def start_counted(
-        self, start: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], compiler: bool = False
+        self,
+        start: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        compiler: bool = False,
+        starter: str = "?",
     ) -> Any:
         """Start a thread through `start`, counted until its function returns (`compiler`: by its ident, as
-        one of the compiler's)."""
+        one of the compiler's; `starter`: where it was started, for the reason a check gives)."""
         function, rest = args[0], args[1:]
         lock, ident = self.lock, _thread.get_ident
 
@@ -201,16 +213,19 @@ class Guard:
                         self.compiler.discard(ident())
                     else:
                         self.running -= 1
+                        self.starters.remove(starter)
 
         if not compiler:
             with lock:
                 self.running += 1
+                self.starters.append(starter)
         try:
             return start(counted, *rest, **kwargs)
         except BaseException:
             if not compiler:
                 with lock:
                     self.running -= 1
+                    self.starters.remove(starter)
             raise
 
 
@@ -221,6 +236,7 @@ class Findings:
 
     first_violation: Callable[[], Violation | None]
     threads_running: Callable[[], int]
+    first_starter: Callable[[], str]
     compiler_threads: Callable[[], frozenset[int]]
 
 
@@ -257,17 +273,19 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
             return kind == "candidate"
         return False
 
-    def started_by_compiler(frame: FrameType | None) -> bool:
+    def thread_starter(frame: FrameType | None) -> tuple[bool, str]:
         """Whether a thread is started by torch.compile's own code: the first frame above the standard
         library's thread machinery is the compiler's (a candidate cannot make its code pass for it: code
-        under a trusted file name is refused)."""
+        under a trusted file name is refused); and that frame, as 'module.function' ('?': none)."""
         for current in _frames(frame):
             if origin_of(current.f_code) == "trusted" and _module_name(current).startswith(THREAD_MACHINERY):
                 continue
-            return origin_of(current.f_code) == "trusted" and _module_name(current).startswith(
+            where = f"{_module_name(current) or current.f_code.co_filename}.{current.f_code.co_name}"
+            compiler = origin_of(current.f_code) == "trusted" and _module_name(current).startswith(
                 COMPILER_MODULES
             )
-        return False
+            return compiler, where
+        return False, "?"
 
     def candidate_on_stack(frame: FrameType | None) -> bool:
         return any(origin_of(current.f_code) == "candidate" for current in _frames(frame))
@@ -304,8 +322,8 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
                         Rule.PROCESSES_THREADS,
                         f"starting a thread ({name}; this PyTorch records operators on the caller's only)",
                     )
-                compiler = started_by_compiler(asking())
-                box.append(guard.start_counted(originals[name], call_args, call_kwargs, compiler))
+                compiler, starter = thread_starter(asking())
+                box.append(guard.start_counted(originals[name], call_args, call_kwargs, compiler, starter))
                 return
             if candidate_on_stack(asking()):
                 if name.endswith(".signal"):
@@ -371,7 +389,7 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
                 )
 
     sys.addaudithook(hook)
-    return Findings(guard.first_violation, guard.threads_running, guard.compiler_threads)
+    return Findings(guard.first_violation, guard.threads_running, guard.first_starter, guard.compiler_threads)
 
 
 def _tripwire(guard: Guard, wired: dict[str, tuple[str, ...]]) -> dict[str, Callable[..., Any]]:

@@ -199,7 +199,9 @@ class Candidate:
         threads = [ident for ident in new if ident not in compiler]
         if started or threads:
             count, which = (
-                (started, "started in its code") if started else (len(threads), f"ident {threads[0]}")
+                (started, f"started in its code, by {self.findings.first_starter()}")
+                if started and self.findings is not None
+                else (len(threads), f"ident {threads[0]}")
             )
             raise CandidateFault(
                 Status.REJECTED,

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from cudasmith.harness.workers.streams import StreamOp, sync_op
+from cudasmith.harness.workers.streams import SYNC_KINDS, StreamOp, sync_op
 from cudasmith.timing import clock
 from cudasmith.timing.activity import (
     Activity,
@@ -62,7 +62,9 @@ def split_events(
         start = event_start_ns(event)
         end = start + event_duration_ns(event)
         if event_device_type(event) == cuda_device_type:
-            if kind == "cuda_sync":
+            # By name too: where torch's records of CUPTI's synchronisations carry another activity type, a
+            # stream's wait must still be read as a wait, never taken for a kernel that is not the solution's.
+            if kind == "cuda_sync" or name in SYNC_KINDS:
                 metadata = event_metadata(event) if event_metadata is not None else ""
                 if op := sync_op(name, event_correlation(event), event_stream(event), metadata):
                     syncs.append(op)
