@@ -64,3 +64,15 @@ def test_kept_calls_must_account_for_the_outputs() -> None:
     reply = _timed(2, _kept(range(2)))
     short = Timed(reply.measurement, 4, reply.checks, reply.outputs[:1])
     assert "do not account" in str(kept_enough(short, SPEC, output_bytes=32))
+
+
+def test_calls_whose_samples_a_gpu_did_not_keep_still_number_the_kept_ones() -> None:
+    # On the H200 an honest cold-L2 kernel was refused: where some calls' samples are not kept, the kept
+    # calls' numbers run past the samples. The calls made bound them, not the samples.
+    measurement = Measurement([1.0] * 9, "cupti", TimingPlan(), discarded=3, calls=12)
+    kept = [TimedCheck(call, call % 4, 1000 + call, 1) for call in (0, 4, 11)]
+    reply = Timed(measurement, input_sets=4, checks=kept, outputs=[OUTPUT] * 3)
+    assert kept_enough(reply, SPEC, output_bytes=512) is None
+    beyond = [*kept[:2], TimedCheck(12, 0, 1012, 1)]
+    reply = Timed(measurement, input_sets=4, checks=beyond, outputs=[OUTPUT] * 3)
+    assert "not distinct" in str(kept_enough(reply, SPEC, output_bytes=512))

@@ -67,7 +67,8 @@ def kept_enough(reply: Timed, spec: TimeSpec, output_bytes: int | None) -> str |
     calls = [check.call for check in reply.checks]
     if len(calls) < wanted:
         return f"{len(calls)} timed call(s) kept for the judge's draw, not the {wanted} asked for"
-    if len(set(calls)) != len(calls) or any(not 0 <= call < samples for call in calls):
+    made = max(samples, reply.measurement.calls)  # a GPU's calls whose samples were not kept are numbered too
+    if len(set(calls)) != len(calls) or any(not 0 <= call < made for call in calls):
         return "the timed calls kept are not distinct timed calls"
     if len({check.perturb for check in reply.checks}) != len(reply.checks):
         return "two timed calls kept claim the same fresh inputs"

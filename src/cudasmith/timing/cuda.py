@@ -426,4 +426,5 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
         phases_s=phases,
         warmup_calls=warmup_calls,
         warmup_ms=warmup_ms,
+        calls=len(taken),
     )

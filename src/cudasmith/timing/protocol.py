@@ -260,6 +260,9 @@ class Measurement:
     # the samples (harness/bracket.py).
     warmup_calls: int = 0
     warmup_ms: float = 0.0
+    # The timed calls made, their samples kept or not (a GPU's throttled or unqueued samples are not): the
+    # numbers the calls kept for the judge's re-check go by (0: as many as the samples).
+    calls: int = 0
 
     @property
     def median_ms(self) -> float:

@@ -274,18 +274,22 @@ def install(problem_file: Path | None = None, solution: Path | None = None, thre
         return False
 
     def thread_starter(frame: FrameType | None) -> tuple[bool, str]:
-        """Whether a thread is started by torch.compile's own code: the first frame above the standard
-        library's thread machinery is the compiler's (a candidate cannot make its code pass for it: code
-        under a trusted file name is refused); and that frame, as 'module.function' ('?': none)."""
+        """Whether a thread is started on torch.compile's behalf, and where it was started ('module.function'
+        of the first frame above the standard library's thread machinery; '?': none). Whose it is: the
+        nearest code above the libraries that started it (a progress bar's monitor, a pool) that is either
+        the compiler's or the candidate's. A candidate cannot make its code pass for the compiler's (code
+        under a trusted file name is refused), nor hide behind a library: its own frame comes first."""
+        where = None
         for current in _frames(frame):
-            if origin_of(current.f_code) == "trusted" and _module_name(current).startswith(THREAD_MACHINERY):
+            kind, module = origin_of(current.f_code), _module_name(current)
+            if kind == "trusted" and module.startswith(THREAD_MACHINERY):
                 continue
-            where = f"{_module_name(current) or current.f_code.co_filename}.{current.f_code.co_name}"
-            compiler = origin_of(current.f_code) == "trusted" and _module_name(current).startswith(
-                COMPILER_MODULES
-            )
-            return compiler, where
-        return False, "?"
+            where = where or f"{module or current.f_code.co_filename}.{current.f_code.co_name}"
+            if kind == "candidate":
+                return False, where
+            if kind == "trusted" and module.startswith(COMPILER_MODULES):
+                return True, where
+        return False, where or "?"
 
     def candidate_on_stack(frame: FrameType | None) -> bool:
         return any(origin_of(current.f_code) == "candidate" for current in _frames(frame))
