@@ -20,7 +20,7 @@ from typing import TypedDict
 
 from cudasmith.errors import UsageError
 from cudasmith.harness.verdict import Verdict
-from cudasmith.jsontypes import JsonDict, JsonObject
+from cudasmith.jsontypes import JsonDict
 from cudasmith.store import CandidateRecord, Run, RunStore, Turn
 from cudasmith.store.metrics import screened_speedup_of, speedup_of
 from cudasmith.store.runs import task_runs
@@ -30,7 +30,7 @@ RETURN_DISCOUNT = 0.4
 FORMATS = ("jsonl", "parquet")
 
 
-def reward(verdict: Verdict | JsonObject | None) -> float:
+def reward(verdict: Verdict | JsonDict | None) -> float:
     """A verdict's reward (a Verdict, or its JSON), the one `export` writes and `cudasmith.reward` gives:
     0 unless correct; CORRECT_BONUS plus the speedup over eager PyTorch when correct."""
     if isinstance(verdict, dict):
@@ -181,7 +181,7 @@ def export_run(store: RunStore, run_id: str, path: str | Path, fmt: str = "jsonl
     return path, len(rows)
 
 
-def load_rows(path: str | Path) -> list[JsonObject]:
+def load_rows(path: str | Path) -> list[JsonDict]:
     """Rows written by export_run, from either format (the verdict decoded again)."""
     path = Path(path)
     if path.suffix == ".parquet":

@@ -27,6 +27,7 @@ from typing import Any
 from cudasmith.errors import CudasmithError
 from cudasmith.harness.stream import solution_file
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.serve.protocol import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -69,7 +70,7 @@ class Submission:
     error: str | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Submission:
+    def from_dict(cls, data: JsonObject) -> Submission:
         """From the server's JSON."""
         verdict = data.get("verdict")
         return cls(
@@ -123,7 +124,7 @@ class Client:
         code: str | Path,
         task: str | None = None,
         problem: str | Path | None = None,
-        options: dict[str, Any] | None = None,
+        options: JsonDict | None = None,
         fresh: bool = False,
     ) -> int:
         """Queue one candidate for a built-in `task` (or a `problem` file or source); its id."""
@@ -134,12 +135,12 @@ class Client:
         codes: Iterable[str | Path],
         task: str | None = None,
         problem: str | Path | None = None,
-        options: dict[str, Any] | None = None,
+        options: JsonDict | None = None,
         fresh: bool = False,
     ) -> list[int]:
         """Queue candidates of one task (MAX_BATCH to a request); their ids, in order. `options`: the
         judging options a request may set (seeds, timing, time_limit, rules, baselines, …)."""
-        common: dict[str, Any] = {"options": options or {}, "fresh": fresh}
+        common: JsonDict = {"options": options or {}, "fresh": fresh}
         if task is not None:
             common["task"] = task
         if problem is not None:
@@ -177,7 +178,7 @@ class Client:
         code: str | Path,
         task: str | None = None,
         problem: str | Path | None = None,
-        options: dict[str, Any] | None = None,
+        options: JsonDict | None = None,
         fresh: bool = False,
     ) -> Verdict:
         """Judge one candidate and return its verdict."""
@@ -188,7 +189,7 @@ class Client:
         codes: Iterable[str | Path],
         task: str | None = None,
         problem: str | Path | None = None,
-        options: dict[str, Any] | None = None,
+        options: JsonDict | None = None,
         fresh: bool = False,
     ) -> list[Verdict]:
         """Judge candidates of one task (all queued at once) and return their verdicts, in order."""
@@ -196,17 +197,17 @@ class Client:
 
     # -- the server --------------------------------------------------------------------------------
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> JsonObject:
         """The server's /v1/health: version, device, executor, lanes."""
         return dict(self._request("GET", HEALTH))
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> JsonObject:
         """The server's /v1/metrics: queue depth, in flight, verdicts a minute, GPU busy."""
         return dict(self._request("GET", METRICS))
 
     # -- HTTP --------------------------------------------------------------------------------------
 
-    def _post_waiting(self, path: str, body: dict[str, Any]) -> Any:
+    def _post_waiting(self, path: str, body: JsonDict) -> Any:
         """POST, waiting out a full queue as the server asks, within the timeout."""
         deadline = time.monotonic() + self.timeout_s
         while True:
@@ -227,9 +228,7 @@ class Client:
             self._local.connection = connection
         return connection
 
-    def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, wait_s: float = 0.0
-    ) -> Any:
+    def _request(self, method: str, path: str, body: JsonDict | None = None, wait_s: float = 0.0) -> Any:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json"}
         if data is not None:

@@ -26,13 +26,13 @@ import traceback
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from cudasmith.errors import UsageError
 from cudasmith.exec.base import Executor
 from cudasmith.exec.jobs import Job
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import Verdict
+from cudasmith.jsontypes import JsonDict
 from cudasmith.report.export import reward
 from cudasmith.serve.models import CandidateIn, Metrics, Served
 from cudasmith.serve.protocol import IDLE_S, MAX_QUEUE, MAX_SOURCE_BYTES, State
@@ -296,7 +296,7 @@ class JudgeService:
             uptime_s=round(now - self.started, 3),
         )
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> JsonDict:
         """What /v1/health says: the device, the executor and its lanes."""
         return {
             "device": self.settings.options.device,

@@ -13,12 +13,12 @@ import hashlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cudasmith.errors import CudasmithError
 from cudasmith.exec.jobs import ProblemRef
 from cudasmith.hardware import device_name
 from cudasmith.harness.options import EvalOptions
+from cudasmith.jsontypes import JsonDict
 from cudasmith.search.judge import cache_key
 from cudasmith.serve.models import JudgingOptions
 from cudasmith.store import CacheKey, Run, RunStore
@@ -165,7 +165,7 @@ class Sessions:
         return None
 
     def _new_run(self, ref: ProblemRef, options: EvalOptions, request: JudgingOptions) -> Run:
-        stored: dict[str, Any] = {
+        stored: JsonDict = {
             "request": request.model_dump(exclude_none=True),
             "judge": options.stored(),
             "digest": cache_key(ref, options, self.device_name).judge_options,
