@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 import torch
-from rich.console import Console
 from rich.table import Table
 
 import cudasmith
+from cudasmith.report.formats import output_console
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {
@@ -72,7 +72,7 @@ def main() -> None:
         table.add_row(f"{Path(solution).name} on {task}", f"{on_s:.2f}", f"{off_s:.2f}",
                       f"{100 * (on_s / off_s - 1):+.0f} %", f"{on_ms:.4f}", f"{off_ms:.4f}",
                       f"{100 * (on_ms / off_ms - 1):+.1f} %")  # fmt: skip
-    Console().print(table)
+    output_console().print(table)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cudasmith.errors import UsageError
+from cudasmith.report.formats import output_console
 from cudasmith.tasks.directory import load_problem_dir
 
 INIT_SEED, INPUT_SEED = 1, 2
@@ -203,7 +204,7 @@ def _print_table(rows: list[dict[str, Any]], levels: list[str], device: str | No
         floats = sum(1 for r in mine if r.get("float64") not in (None, "ok")) if requested else "–"
         cells = (len(mine), loaded, counts["load failed"], counts["skipped"], *run_columns, floats)
         table.add_row(level, *(str(c) for c in cells))
-    Console().print(table)
+    output_console().print(table)
     for (level, reason), count in Counter(
         (r["level"], r["reason"]) for r in rows if r["outcome"] == "skipped"
     ).items():

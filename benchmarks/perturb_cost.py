@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 
 import torch
-from rich.console import Console
 from rich.table import Table
 
+from cudasmith.report.formats import output_console
 from cudasmith.tasks import perturb
 
 
@@ -81,9 +81,9 @@ def main() -> None:
         row = measure_dtype(dtype, args.elements, args.repeats)
         table.add_row(str(dtype).removeprefix("torch."), *row)
         if row[-1] != "yes":
-            Console().print(table)
+            output_console().print(table)
             sys.exit("the compiled pass and the PyTorch fallback gave different bits")
-    Console().print(table)
+    output_console().print(table)
 
 
 if __name__ == "__main__":

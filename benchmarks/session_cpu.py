@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
+
+from cudasmith.report.formats import output_console
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "level1/vector_add"
@@ -97,7 +98,7 @@ def main() -> None:
         table.add_row(
             run.way, f"{run.seconds:.1f}", f"{run.per_candidate:.1f}", ", ".join(run.statuses), exclusive
         )
-    Console().print(table)
+    output_console().print(table)
     ratio = separate.seconds / together.seconds
     print(f"a session costs 1/{ratio:.2f} of one-shot evaluations")
     print(

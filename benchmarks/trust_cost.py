@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rich.console import Console
 from rich.table import Table
 
 import cudasmith
@@ -32,6 +31,7 @@ from cudasmith.harness import rechecks, timed
 from cudasmith.harness.bracket import Reading, calibration_plan
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import Calibrate, Ping, Prepare, WorkerSetup
+from cudasmith.report.formats import output_console
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.timing.protocol import default_plan
 
@@ -168,7 +168,7 @@ def main() -> None:
         table.add_row(f"{Path(solution).name} on {task}", f"{with_['s']:.2f}", f"{without['s']:.2f}",
                       f"{100 * (with_['s'] / without['s'] - 1):+.1f} %", f"{with_['ms']:.4f}",
                       f"{without['ms']:.4f}", f"{with_['waited']:.3f}", f"{with_['frozen']:.3f}")  # fmt: skip
-    Console().print(table)
+    output_console().print(table)
     seconds = _calibration_s(args.device, CASES[args.device][0][1])
     print(f"calibration (each worker, before its solution loads, ahead of need): {seconds:.3f} s")
 
