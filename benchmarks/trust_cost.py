@@ -28,10 +28,11 @@ from rich.console import Console
 from rich.table import Table
 
 import cudasmith
-from cudasmith.harness import rechecks, timed
-from cudasmith.harness.bracket import Reading, calibration_plan
+from cudasmith.harness import timed
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import Calibrate, Ping, Prepare, WorkerSetup
+from cudasmith.harness.witnesses import rechecks
+from cudasmith.harness.witnesses.bracket import Reading, calibration_plan
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.timing.protocol import default_plan
 
