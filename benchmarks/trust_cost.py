@@ -27,10 +27,11 @@ import torch
 from rich.table import Table
 
 import cudasmith
-from cudasmith.harness import rechecks, timed
-from cudasmith.harness.bracket import Reading, calibration_plan
+from cudasmith.harness import timed
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import Calibrate, Ping, Prepare, WorkerSetup
+from cudasmith.harness.witnesses import rechecks
+from cudasmith.harness.witnesses.bracket import Reading, calibration_plan
 from cudasmith.report.formats import output_console
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.timing.protocol import default_plan

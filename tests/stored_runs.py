@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.roofline import Roofline
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.wire.results import BaselineEntry
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.harness.witnesses.roofline import Roofline
 from cudasmith.store import CacheKey, Run, RunStore, code_hash
 
 DEVICE = "NVIDIA H200 (test)"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cudasmith.harness.screen import screen
 from cudasmith.harness.wire.status import STATUSES
+from cudasmith.harness.witnesses.screen import screen
 from cudasmith.tasks import list_task_names
 
 from conftest import ROOT

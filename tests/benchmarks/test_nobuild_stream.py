@@ -16,7 +16,7 @@ from types import ModuleType
 import pytest
 from test_candidates import ARCH, nvrtc_kernels
 
-from cudasmith.harness.screen import screen
+from cudasmith.harness.witnesses.screen import screen
 
 from conftest import ROOT
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import pytest
 from test_candidates import ARCH, nvrtc_kernels
 
-from cudasmith.harness.screen import screen
+from cudasmith.harness.witnesses.screen import screen
 from cudasmith.runtime import compile_cuda
 
 from conftest import EXAMPLES, ROOT, SOLUTIONS

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cudasmith.harness.defences import DEFENCES, LAYERS, rules_covered
 from cudasmith.harness.wire.status import Rule
+from cudasmith.harness.witnesses.defences import DEFENCES, LAYERS, rules_covered
 
 from conftest import run_cli
 

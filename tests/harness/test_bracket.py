@@ -5,15 +5,15 @@ test_exploits.py (a forged start time caught, its honest twin judged correct).""
 
 from __future__ import annotations
 
-from cudasmith.harness.bracket import (
+from cudasmith.harness.walls.cputime import ThreadTimes, thread_times
+from cudasmith.harness.wire.outputs import Calibrated, Timed
+from cudasmith.harness.witnesses.bracket import (
     CPU_MIN_PER_CALL_S,
     Calibration,
     Reading,
     calibration_plan,
     faster_than_clock,
 )
-from cudasmith.harness.walls.cputime import ThreadTimes, thread_times
-from cudasmith.harness.wire.outputs import Calibrated, Timed
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
 CPU_CALIBRATION = Calibration(call_thread=1, cpu_per_call_s=20e-6, wall_per_sample_s=0.0)

@@ -20,13 +20,19 @@ from typing import Any
 import pytest
 
 from cudasmith.harness import lease as lease_module
-from cudasmith.harness.exclusive import CpuActivity, GpuActivity, Unverified, WindowCheck, cpu_seconds
 from cudasmith.harness.lease import FOLLOWING_S, MAX_RETIMES, TimingLease, Window
 from cudasmith.harness.timed import exclusivity, waited
 from cudasmith.harness.walls.pausing import pause_workers, worker_processes
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import Ack, LoadSolution, Ping, Prepare, Run, Time, TimeSpec, WorkerSetup
 from cudasmith.harness.wire.results import TimingReport
+from cudasmith.harness.witnesses.exclusive import (
+    CpuActivity,
+    GpuActivity,
+    Unverified,
+    WindowCheck,
+    cpu_seconds,
+)
 from cudasmith.timing.protocol import WARMUP_MS, WARMUP_MS_FOLLOWING, TimingPlan
 
 from conftest import PROBLEMS

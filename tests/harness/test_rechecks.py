@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cudasmith.harness.rechecks import kept_enough, missing_evidence
 from cudasmith.harness.wire.messages import TimeSpec
 from cudasmith.harness.wire.outputs import Evidence, OutputRef, Timed, TimedCheck
+from cudasmith.harness.witnesses.rechecks import kept_enough, missing_evidence
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
 SPEC = TimeSpec(0, {}, 1, (11, 12, 13, 14), TimingPlan(), retain_bytes=1024)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.oracle import Oracle
 from cudasmith.harness.session import Judge
 from cudasmith.harness.wire.messages import InputSpec
 from cudasmith.harness.wire.status import Status
+from cudasmith.harness.witnesses.oracle import Oracle
 
 from conftest import PROBLEMS, ROOT, SOLUTIONS
 

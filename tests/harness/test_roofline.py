@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.roofline import PHYSICS_MARGIN, roofline, work_of
 from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.witnesses.roofline import PHYSICS_MARGIN, roofline, work_of
 
 # An H100-like device: 3000 GB/s, 50 TFLOP/s in float32, 800 in bfloat16, 50 MiB of L2.
 PEAKS = DevicePeaks(

@@ -11,7 +11,6 @@ import pytest
 from cudasmith.errors import HarnessError
 from cudasmith.harness.baselines import SessionBaselines
 from cudasmith.harness.lease import TimingLease
-from cudasmith.harness.oracle import Oracle
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import (
     Ack,
@@ -24,6 +23,7 @@ from cudasmith.harness.wire.messages import (
     WorkerSetup,
 )
 from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.witnesses.oracle import Oracle
 
 from conftest import PROBLEMS
 

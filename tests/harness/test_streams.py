@@ -4,7 +4,7 @@ time forward returns is a race however early it ended; so is a stream that waits
 
 from __future__ import annotations
 
-from cudasmith.harness.workers.streams import (
+from cudasmith.harness.workers.races.streams import (
     CONTEXT_SYNC,
     EVENT_SYNC,
     STREAM_SYNC,
@@ -89,7 +89,7 @@ def test_synchronisations_are_read_from_kineto_s_records() -> None:
 def test_every_kind_of_synchronisation_is_known_by_name_where_the_records_carry_it_as_work() -> None:
     # On the H200 (torch 2.11) a stream's wait came through with the activity type of work: it was taken for
     # a kernel that was not the solution's. Both readers of the records know the names as well.
-    from cudasmith.harness.workers.streams import SYNC_KINDS
+    from cudasmith.harness.workers.races.streams import SYNC_KINDS
     from cudasmith.timing.activity import SYNC_NAMES
 
     assert set(SYNC_KINDS) == SYNC_NAMES == {STREAM_WAIT, EVENT_SYNC, STREAM_SYNC, CONTEXT_SYNC}

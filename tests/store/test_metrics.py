@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cudasmith.harness.screen import screen
 from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.witnesses.screen import screen
 from cudasmith.store.legacy import rule_of_reason
 from cudasmith.store.metrics import (
     Attempt,

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from cudasmith.cli import app
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.roofline import PHYSICS_MARGIN
 from cudasmith.harness.task_details import task_details
+from cudasmith.harness.witnesses.roofline import PHYSICS_MARGIN
 from cudasmith.tasks import load_task
 from cudasmith.tasks.directory import DOWNLOAD_REASON, load_problem_dir, problem_files
 

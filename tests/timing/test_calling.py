@@ -26,7 +26,8 @@ def _spin(seconds: float) -> None:
 
 def test_calls_run_on_the_call_thread_whose_cpu_time_never_exceeds_what_they_claim() -> None:
     """A call's claimed time is wall time on the call thread, which is at least the CPU time that thread spent
-    on it, whatever else runs on the machine: the parent's check (harness/bracket.py) rests on it."""
+    on it, whatever else runs on the machine: the parent's check (harness/witnesses/bracket.py) rests on
+    it."""
     thread = start_call_thread()
     seen: list[int] = []
 

@@ -145,8 +145,8 @@ def test_five_percent_more_work_is_slower_with_intervals_apart() -> None:
 
 def test_gpu_peaks_are_plausible_and_make_a_roofline() -> None:
     from cudasmith.device.speed_of_light import measure_peaks
-    from cudasmith.harness.roofline import roofline
     from cudasmith.harness.wire.results import ConfigDescription
+    from cudasmith.harness.witnesses.roofline import roofline
 
     peaks = measure_peaks("cuda")
     print(peaks)

@@ -140,10 +140,10 @@ def _early_builds(
 
 
 def _explain_defences() -> None:
-    """Print the judge's defences (harness/defences.py), layer by layer, and exit."""
+    """Print the judge's defences (harness/witnesses/defences.py), layer by layer, and exit."""
     from rich.markup import escape
 
-    from cudasmith.harness.defences import DEFENCES, LAYERS
+    from cudasmith.harness.witnesses.defences import DEFENCES, LAYERS
     from cudasmith.report.formats import output_console
 
     console = output_console()

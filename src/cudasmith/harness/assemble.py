@@ -8,10 +8,10 @@ from collections.abc import Callable
 from cudasmith.device import DevicePeaks
 from cudasmith.harness.baselines import BASELINES, BaselineTime
 from cudasmith.harness.confirm import describe as describe_screen
-from cudasmith.harness.roofline import roofline
 from cudasmith.harness.verdict import ConfigResult, Failure, Verdict, geometric_mean, overall_status
 from cudasmith.harness.wire.results import ConfigDescription, Timing
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.harness.witnesses.roofline import roofline
 from cudasmith.timing.protocol import NOISE_TARGET_STOP
 from cudasmith.wording import plural
 

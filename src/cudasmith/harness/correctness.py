@@ -21,13 +21,13 @@ from pathlib import Path
 
 from cudasmith.harness.builds import lazy_build
 from cudasmith.harness.options import EvalOptions
-from cudasmith.harness.rechecks import missing_evidence
 from cudasmith.harness.verdict import ConfigResult, SkippedConfig, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Construct, Failed, InputSpec, Run
 from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.harness.witnesses.rechecks import missing_evidence
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.parameters import NO_PARAMETERS
 from cudasmith.tasks.problem import Config, Problem

@@ -9,8 +9,8 @@ calls (a background thread) cannot reach the window either: on the GPU, those of
 hold the GPU (a compiler it runs goes on); on the CPU, all of them, and the judge's workers of the other
 sessions too (their imports and their problem's load run outside any step). A paused worker's deadlines are
 extended by the pause. A worker a hold may pause is started in a step, so none starts unpaused inside one.
-Inside a hold, each timed request is a *window*: checked afterwards (exclusive.py) and timed again, a
-bounded number of times, when another process was found running in it.
+Inside a hold, each timed request is a *window*: checked afterwards (witnesses/exclusive.py) and timed
+again, a bounded number of times, when another process was found running in it.
 
 One lease per device per process (`lease_for`): sessions on the same device share it.
 """
@@ -24,11 +24,11 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from cudasmith.harness.exclusive import ActivityProbe, CpuActivity, Unverified
 from cudasmith.harness.pool import PrepareGate
 from cudasmith.harness.walls.pausing import pause_workers, process_tree, worker_processes
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import TimeSpec
+from cudasmith.harness.witnesses.exclusive import ActivityProbe, CpuActivity, Unverified
 from cudasmith.timing.protocol import WARMUP_MS_FOLLOWING
 
 # A window found shared is timed again at most this many times; after that its time is kept and

@@ -35,11 +35,11 @@ CALL_FLOOR_S = 5.0
 CONFIG_TIME_LIMIT_S = 600.0
 # Timing one config: making its input sets, warming up and sampling, beyond the calls themselves.
 TIMING_EXTRA_S = 30.0
-# Timed calls whose outputs are re-checked against the reference, per config. Every timed call's outputs
-# are kept (as many as fit, harness/rechecks.py); which are re-checked is drawn by the parent once the
-# worker is stopped, uniformly over those kept. A candidate that skips the work on the half of the calls
-# that moves the median escapes every check with probability at most 2**-20 (below one in a million);
-# slow kernels with fewer timed calls than this have every call checked.
+# Timed calls whose outputs are re-checked against the reference, per config. Every timed call's outputs are
+# kept (as many as fit, harness/witnesses/rechecks.py); which are re-checked is drawn by the parent once the
+# worker is stopped, uniformly over those kept. A candidate that skips the work on the half of the calls that
+# moves the median escapes every check with probability at most 2**-20 (below one in a million); slow kernels
+# with fewer timed calls than this have every call checked.
 TIMED_CHECKS = 20
 # Candidate workers started ahead of need (torch imported, CUDA context made): one per candidate. On
 # the H100 machine a worker takes about 4 s to start and a warm candidate about 2 s to judge: at one

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudasmith.harness.bracket import Calibration
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Calibrate, Failed, Ping, Prepare
 from cudasmith.harness.wire.status import Status
+from cudasmith.harness.witnesses.bracket import Calibration
 from cudasmith.timing.protocol import TimingPlan
 
 # A worker's imports and CUDA context: how long to wait for them before giving up on that worker.

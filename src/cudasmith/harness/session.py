@@ -4,10 +4,10 @@
         for verdict in judge.judge_many(paths): ...
         future = judge.submit(source_text)      # as candidates come: a Future[Verdict]
 
-What a session keeps is what candidates cannot touch: the judge's reference worker (oracle.py: reference outputs
-computed once per input set under the session's secret seed, kept on the device; comparisons run there),
-the baseline worker and the baselines it timed, the device's peaks. What it starts ahead is what costs
-time but no trust: candidate workers with torch imported and a CUDA context made, each used for exactly
+What a session keeps is what candidates cannot touch: the judge's reference worker (witnesses/oracle.py:
+reference outputs computed once per input set under the session's secret seed, kept on the device; comparisons
+run there), the baseline worker and the baselines it timed, the device's peaks. What it starts ahead is what
+costs time but no trust: candidate workers with torch imported and a CUDA context made, each used for exactly
 one candidate. The protocol of a one-shot judgement is unchanged; `evaluate()` is a session of one.
 
 Several candidates are in flight at once (`EvalOptions.in_flight`, one thread each in `judge_many` and
@@ -34,16 +34,12 @@ from cudasmith.device import default_device, load_peaks, software_versions, usab
 from cudasmith.errors import CudasmithError
 from cudasmith.harness.assemble import as_given, finish
 from cudasmith.harness.baselines import SessionBaselines, default_baselines
-from cudasmith.harness.bracket import calibration_plan
 from cudasmith.harness.check_time import within_time
 from cudasmith.harness.confirm import ConfirmBar
 from cudasmith.harness.correctness import check_candidate, first_pass, select_configs
-from cudasmith.harness.exclusive import gpu_probe
 from cudasmith.harness.lease import lease_for
 from cudasmith.harness.options import WARNING, EvalOptions, Progress
-from cudasmith.harness.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
 from cudasmith.harness.pool import WorkerPool
-from cudasmith.harness.screen import screen
 from cudasmith.harness.startup import StartClock
 from cudasmith.harness.stream import Submissions, in_order, judge_as_done
 from cudasmith.harness.timed import time_ahead, time_candidate
@@ -54,6 +50,10 @@ from cudasmith.harness.walls.environment import visible_gpu
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
 from cudasmith.harness.wire.messages import Failed, LoadSolution, WorkerSetup
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.harness.witnesses.bracket import calibration_plan
+from cudasmith.harness.witnesses.exclusive import gpu_probe
+from cudasmith.harness.witnesses.oracle import JUDGE_CALL_TIMEOUT_S, Oracle
+from cudasmith.harness.witnesses.screen import screen
 from cudasmith.tasks.hidden import for_session
 from cudasmith.tasks.lookup import find_problem
 from cudasmith.tasks.problem import Config, Problem, solution_file

@@ -9,8 +9,8 @@ from typing import TypedDict
 import torch
 
 from cudasmith.device import DevicePeaks
-from cudasmith.harness.roofline import roofline, work_of
 from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.witnesses.roofline import roofline, work_of
 from cudasmith.harness.workers.check import CALIBRATION_FACTOR, tolerance_for
 from cudasmith.tasks.catalog import TaskRow, task_row
 from cudasmith.tasks.hidden import hidden_summary
@@ -62,7 +62,7 @@ def config_figures(problem: Problem, peaks: DevicePeaks | None = None) -> list[C
     measured peaks (cudasmith.device.DevicePeaks) its roofline: speed of light, floor and bound. Hidden
     configs have none: their figures would give their shapes away (tasks.hidden says how many there are).
 
-    Work is what verdicts use (cudasmith.harness.roofline.work_of): a problem's own flops() and
+    Work is what verdicts use (cudasmith.harness.witnesses.roofline.work_of): a problem's own flops() and
     bytes_moved() when it has them, else the FLOP counter's count of the reference and its inputs,
     parameters and outputs crossing memory once.
     """

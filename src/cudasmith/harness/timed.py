@@ -1,14 +1,14 @@
 """Timing one candidate, config by config, side by side with the session's baselines, with the device alone.
 
-A candidate is timed in one hold of the device's timing lease (lease.py): the steps of other candidates
-in flight have finished and their workers are paused. In the hold, the device's peaks (first time only)
-and the baselines that have no fresh measurement are timed first, then the candidate config by config,
-on input sets perturbed afresh for every call. Every timed request is bracketed by the parent's own
-clocks (bracket.py) and is a window checked afterwards for other processes (exclusive.py): one found
-shared is timed again, and a time that stayed shared is kept but gives no speedup. After each config, in
-the hold: the reply's evidence is checked, its times against the parent's clock, and the candidate's
-worker is stopped while the judge's worker reads the outputs of timed calls the parent draws only then
-(rechecks.py).
+A candidate is timed in one hold of the device's timing lease (lease.py): the steps of other candidates in
+flight have finished and their workers are paused. In the hold, the device's peaks (first time only) and the
+baselines that have no fresh measurement are timed first, then the candidate config by config, on input sets
+perturbed afresh for every call. Every timed request is bracketed by the parent's own clocks
+(witnesses/bracket.py) and is a window checked afterwards for other processes (witnesses/exclusive.py): one
+found shared is timed again, and a time that stayed shared is kept but gives no speedup. After each config, in
+the hold: the reply's evidence is checked, its times against the parent's clock, and the candidate's worker is
+stopped while the judge's worker reads the outputs of timed calls the parent draws only then
+(witnesses/rechecks.py).
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from dataclasses import dataclass, fields, replace
 from cudasmith.errors import HarnessError
 from cudasmith.harness.assemble import apply_baselines
 from cudasmith.harness.baselines import BASELINES, BaselineTime
-from cudasmith.harness.bracket import Bracket, Calibration, Reading, faster_than_clock
 from cudasmith.harness.confirm import Screened, decide
 from cudasmith.harness.correctness import label
 from cudasmith.harness.lease import Hold, Window
 from cudasmith.harness.options import TIMING_EXTRA_S
-from cudasmith.harness.rechecks import frozen_recheck, kept_enough, missing_evidence, retain_bytes
 from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.view import SessionView
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
@@ -33,6 +31,8 @@ from cudasmith.harness.wire.messages import Failed, Time, TimeSpec
 from cudasmith.harness.wire.outputs import Timed
 from cudasmith.harness.wire.results import Timing, TimingReport
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.harness.witnesses.bracket import Bracket, Calibration, Reading, faster_than_clock
+from cudasmith.harness.witnesses.rechecks import frozen_recheck, kept_enough, missing_evidence, retain_bytes
 from cudasmith.tasks.inputs import derive_seed
 from cudasmith.tasks.problem import Config
 from cudasmith.timing.protocol import screen_plan
@@ -73,7 +73,7 @@ def time_candidate(
     finish), which would otherwise wait for the whole of the next candidate's hold, its worker paused by
     it. Speedups, the roofline and what a failure means are worked out after the hold, while other
     candidates go on. `calibration`: what the candidate's worker measured of its calls' costs before its
-    solution loaded (bracket.py)."""
+    solution loaded (witnesses/bracket.py)."""
     configs = {i: c for i, c, _ in view.selected}
     verdict.timing = TimingReport(view.plan.l2_state, view.plan.launch, view.plan)
     timed: list[_Timed] = []
@@ -284,8 +284,9 @@ def _judge_reply(
     calibration: Calibration | None,
 ) -> bool:
     """A timed reply against what the parent knows, in the hold: its evidence, its times against the parent's
-    clock, and the outputs of timed calls drawn now, read while the candidate is stopped (rechecks.py);
-    False (the failure recorded) at the first that fails. With the defences off, nothing is judged."""
+    clock, and the outputs of timed calls drawn now, read while the candidate is stopped
+    (witnesses/rechecks.py); False (the failure recorded) at the first that fails. With the defences off,
+    nothing is judged."""
     if not view.options.defences:
         return True
     reply, _, reading = answer

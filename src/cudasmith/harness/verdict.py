@@ -9,10 +9,10 @@ from typing import Any, TypedDict
 
 from cudasmith.device import DevicePeaks
 from cudasmith.errors import UsageError
-from cudasmith.harness.roofline import Roofline
 from cudasmith.harness.wire.fields import JsonObject, known_fields
 from cudasmith.harness.wire.results import BaselineEntry, Mismatch, ScreenReport, Timing, TimingReport
 from cudasmith.harness.wire.status import CONFIG_STATUSES, STATUSES, Rule, Status
+from cudasmith.harness.witnesses.roofline import Roofline
 from cudasmith.jsontypes import JsonDict
 from cudasmith.tasks.problem import Config
 

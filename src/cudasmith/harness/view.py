@@ -14,8 +14,8 @@ from cudasmith.harness.baselines import SessionBaselines
 from cudasmith.harness.confirm import ConfirmBar
 from cudasmith.harness.lease import TimingLease
 from cudasmith.harness.options import EvalOptions, Progress
-from cudasmith.harness.oracle import Oracle
 from cudasmith.harness.wire.results import ConfigDescription
+from cudasmith.harness.witnesses.oracle import Oracle
 from cudasmith.tasks.problem import Config, Problem
 from cudasmith.timing.protocol import TimingPlan
 

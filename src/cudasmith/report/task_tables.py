@@ -134,6 +134,6 @@ def print_task_details(details: TaskDetails, source: bool = True, console: Conso
     else:
         console.print(
             f"[dim]SOL: the time at {peaks['device']}'s measured peaks ({peaks['measured_at']}); floor: faster "
-            "than this is impossible (cudasmith.harness.roofline)[/]",
+            "than this is impossible (cudasmith.harness.witnesses.roofline)[/]",
             highlight=False,
         )

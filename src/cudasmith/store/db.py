@@ -35,7 +35,7 @@ from cudasmith.store.records import (
     Turn,
     VerdictRecord,
 )
-from cudasmith.store.schema import MIGRATIONS, SCHEMA_VERSION
+from cudasmith.store.schema import migrate
 from cudasmith.store.shapes import CompletionFields, SqlValue, StoredProposal, StoredRequest, VerifyMeta
 from cudasmith.timestamps import STORE_TIMESPEC, now_iso
 
@@ -84,32 +84,9 @@ class RunStore:
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            migrate(self._db, self.path)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"{self.path}: not a cudasmith run store ({exc})") from None
-
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise UsageError(
-                f"{self.path}: made by a newer cudasmith (schema {version}, this one knows {SCHEMA_VERSION})"
-            )
-        for number in range(version, SCHEMA_VERSION):
-            migration = MIGRATIONS[number]
-            if isinstance(migration, str):
-                # executescript commits first, so BEGIN and the version bump are inside the script.
-                self._db.executescript(
-                    f"BEGIN IMMEDIATE;\n{migration}\nPRAGMA user_version = {number + 1};\nCOMMIT;"
-                )
-                continue
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                migration(self._db)
-                self._db.execute(f"PRAGMA user_version = {number + 1}")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     @property
     def schema_version(self) -> int:

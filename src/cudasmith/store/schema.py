@@ -2,15 +2,17 @@
 
 The schema version is SQLite's `PRAGMA user_version`: 0 for a new file, `len(MIGRATIONS)` once current.
 Migration k (1-based) turns version k-1 into version k: SQL, or a function of the connection for what SQL
-cannot do. Each runs in one transaction, so a file is always at some version, never between two. Never edit
-a migration that has shipped: append one.
+cannot do. `migrate` applies them as a store opens, each in one transaction, so a file is always at some
+version, never between two. Never edit a migration that has shipped: append one.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
+from cudasmith.errors import UsageError
 from cudasmith.store.legacy import name_rules
 
 # Version 1: runs, LLM calls and their completions, candidates with lineage, verdicts (the evaluation
@@ -139,3 +141,27 @@ ALTER TABLE runs ADD COLUMN seed_masked INTEGER NOT NULL DEFAULT 0;
 # their reason, once (legacy.py).
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (_V1, _V2, name_rules)
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection, path: Path) -> None:
+    """Bring the store at `path` (open as `db`, in autocommit mode) up to SCHEMA_VERSION, one migration per
+    transaction; a file made by a newer cudasmith is refused."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise UsageError(
+            f"{path}: made by a newer cudasmith (schema {version}, this one knows {SCHEMA_VERSION})"
+        )
+    for number in range(version, SCHEMA_VERSION):
+        migration = MIGRATIONS[number]
+        if isinstance(migration, str):
+            # executescript commits first, so BEGIN and the version bump are inside the script.
+            db.executescript(f"BEGIN IMMEDIATE;\n{migration}\nPRAGMA user_version = {number + 1};\nCOMMIT;")
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            migration(db)
+            db.execute(f"PRAGMA user_version = {number + 1}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")

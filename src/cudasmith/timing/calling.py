@@ -6,7 +6,7 @@ time, calls, takes the time again and hands the call back. Nothing else ever run
 its CPU time, which the kernel counts and the parent reads (harness/walls/cputime.py), is the calls' own
 CPU time and a little hand-over: a claimed call time (wall time, on that one thread) can never be less
 than that. A sample rewritten inside the process (the local `begin` below, reached through raw memory) is
-caught there, from outside: harness/bracket.py.
+caught there, from outside: harness/witnesses/bracket.py.
 
 The call thread is started once per process, before any solution loads (the workers start it when they
 are prepared, where the profiler records operators on every thread), so that it is one of the judge's own

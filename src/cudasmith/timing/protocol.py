@@ -257,7 +257,7 @@ class Measurement:
     phases_s: dict[str, float] = field(default_factory=dict)
     # The warm-up calls before the samples, and their own times added up (on the CPU each call's time as
     # a sample's is taken; on a GPU the host's time to issue it): what the parent's clock check adds to
-    # the samples (harness/bracket.py).
+    # the samples (harness/witnesses/bracket.py).
     warmup_calls: int = 0
     warmup_ms: float = 0.0
     # The timed calls made, their samples kept or not (a GPU's throttled or unqueued samples are not): the

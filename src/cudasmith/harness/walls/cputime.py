@@ -1,6 +1,6 @@
 """A worker's threads as the kernel counts them: CPU time, time waiting for a core, times scheduled in.
 
-The parent reads these in /proc around a timed request (harness/bracket.py): nothing the candidate's
+The parent reads these in /proc around a timed request (harness/witnesses/bracket.py): nothing the candidate's
 process does changes what the kernel has counted. schedstat gives nanoseconds; where the kernel keeps no
 schedstat, the thread's stat gives its CPU time in clock ticks and its status the context switches.
 """

@@ -20,7 +20,7 @@ class Calibrated:
     worker itself (nothing of a candidate's has run in it yet): the calls (warm-up included) and samples, their
     own times added up as the protocol takes them (on a GPU the host's time to issue each and its GPU span),
     the samples' share of the wall time, and on the CPU the call thread's CPU time. What a call costs beyond
-    its own time, which the parent's clock check allows for (harness/bracket.py)."""
+    its own time, which the parent's clock check allows for (harness/witnesses/bracket.py)."""
 
     calls: int
     samples: int
@@ -35,7 +35,7 @@ class Evidence:
     """What a candidate's worker owes each reply while the defences are on: that its recording of what ran
     was whole, how many integrity checks it ran, how many threads the last one saw, and (timed calls) how
     many calls the recording saw inside the markers it puts around them. A reply without it, or with less
-    than its calls need, is judge state tampered with (harness/rechecks.py)."""
+    than its calls need, is judge state tampered with (harness/witnesses/rechecks.py)."""
 
     recorded: bool
     checks: int

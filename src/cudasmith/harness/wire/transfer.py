@@ -61,7 +61,7 @@ class Exporter:
     def shared(self, like: torch.Tensor) -> torch.Tensor:
         """An empty tensor of `like`'s dtype and shape (a CPU tensor) in a file of shared memory of its own,
         which export() refers to without a copy: the judge's worker reads it there, while this worker is
-        stopped (harness/rechecks.py). Kept until the next release()."""
+        stopped (harness/witnesses/rechecks.py). Kept until the next release()."""
         nbytes = like.numel() * like.element_size()
         if nbytes == 0:
             return torch.empty(like.shape, dtype=like.dtype)

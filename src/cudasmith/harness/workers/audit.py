@@ -26,7 +26,7 @@ Raw memory through ctypes is refused where a call can be seen: objects made at a
 name. What no hook sees stays possible: indexing a ctypes pointer past its object, an array interface
 naming any address (numpy), native code the solution compiles. So nothing here is what a verdict rests on:
 the parent's own clock, the judge's frozen read of the outputs and the evidence a reply must carry are
-(harness/timed.py, harness/rechecks.py).
+(harness/timed.py, harness/witnesses/rechecks.py).
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ from cudasmith.harness.workers.calls import CandidateFault, classify
 from cudasmith.harness.workers.forward import CandidateCalls
 from cudasmith.harness.workers.gpu_only import cuda_on_cpu, needs_gpu
 from cudasmith.harness.workers.observe import OwnKernels
+from cudasmith.harness.workers.races.returned import ReturnMarker
 from cudasmith.harness.workers.recording import EVERY_THREAD, Observation
-from cudasmith.harness.workers.returned import ReturnMarker
 from cudasmith.harness.workers.tamper import Snapshot, describe, modes_left, pin_methods, shadowed
 
 # The C runtime a solution may call (compile_c), loaded before any solution as the rest of the harness

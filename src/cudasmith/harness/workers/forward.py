@@ -33,9 +33,9 @@ from cudasmith.harness.workers.calls import (
 )
 from cudasmith.harness.workers.observe import KernelAudit, OpAudit, OwnKernels, audit_kernels, audit_ops
 from cudasmith.harness.workers.poison import poison_free_gpu_memory
+from cudasmith.harness.workers.races.returned import ReturnMarker, unsynchronised
+from cudasmith.harness.workers.races.streams import STREAM_WAIT, StreamOp, races
 from cudasmith.harness.workers.recording import Observation, RecordingLost
-from cudasmith.harness.workers.returned import ReturnMarker, unsynchronised
-from cudasmith.harness.workers.streams import STREAM_WAIT, StreamOp, races
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import build_model, input_tensors, make_init_inputs
 from cudasmith.tasks.parameters import NO_PARAMETERS, draw_into, drawn_values, has_parameters, matching
@@ -85,7 +85,7 @@ def _stop(observation: Observation) -> tuple[Any, ...] | None:
 
 
 def _race(work: list[Activity], syncs: list[StreamOp], marker: Activity | None) -> str | None:
-    """A race in the call's happens-before graph (streams.py), where the records show it: the marker's
+    """A race in the call's happens-before graph (races/streams.py), where the records show it: the marker's
     stream and correlation id read, and the judge's canary wait among the synchronisations."""
     if (
         marker is None

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from cudasmith.harness.workers.streams import SYNC_KINDS, StreamOp, sync_op
+from cudasmith.harness.workers.races.streams import SYNC_KINDS, StreamOp, sync_op
 from cudasmith.timing import clock
 from cudasmith.timing.activity import (
     Activity,
@@ -51,7 +51,7 @@ def split_events(
     events: Iterable[Any], cuda_device_type: Any
 ) -> tuple[list[CpuEvent], list[Activity], list[StreamOp]]:
     """Kineto's events as operator ranges on the CPU, work on the GPU (with its stream and correlation id)
-    and the GPU's synchronisations (streams.py), read through the accessors captured before any solution
+    and the GPU's synchronisations (races/streams.py), read through the accessors captured before any solution
     loaded."""
     cpu: list[CpuEvent] = []
     gpu: list[Activity] = []
@@ -84,7 +84,8 @@ class RecordingLost(Exception):
 
 def _every_thread_config(synchronisations: bool = False) -> Any:
     """Kineto's option to record operators on every thread (torch 2.7 on), or None where torch lacks it;
-    `synchronisations`: with the GPU's synchronisations and their fields too (streams.py), where torch can."""
+    `synchronisations`: with the GPU's synchronisations and their fields too (races/streams.py), where
+    torch can."""
     config = torch._C._profiler._ExperimentalConfig
     if synchronisations:
         try:

@@ -21,14 +21,18 @@ calls are kept is drawn in the worker, from the OS's entropy, before the parent'
 from __future__ import annotations
 
 import secrets
+from typing import TYPE_CHECKING
 
-from cudasmith.harness.oracle import Oracle
-from cudasmith.harness.verdict import ConfigResult, Verdict
 from cudasmith.harness.walls.pausing import pause_workers
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import TimeSpec
 from cudasmith.harness.wire.outputs import Evidence, Timed
 from cudasmith.harness.wire.status import Rule, Status
+from cudasmith.harness.witnesses.oracle import Oracle
+
+if TYPE_CHECKING:
+    # Types only: verdict.py imports witnesses (roofline.py), and an import back would close a cycle.
+    from cudasmith.harness.verdict import ConfigResult, Verdict
 
 # The bytes of timed outputs a candidate's worker keeps for the parent's draw: device memory on a GPU,
 # shared memory on the CPU (whose configs are small: CPU_MAX_CONFIG_BYTES).

@@ -8,10 +8,10 @@ are the only edges: work on a stream other than the caller's that the caller's s
 by the time forward returns (the judge's marker kernel, launched on the caller's stream then), is a race,
 however early it happened to finish. A stream that waits on itself, which waits for nothing, is named too.
 
-The records come from PyTorch's profiler with CUDA synchronisation events on (recording.py): each kernel's,
-copy's and memset's stream and correlation id, and for each wait or synchronisation its kind, its stream,
-and for an event the stream it was recorded on and the correlation id of its record. The end-of-forward
-marker (returned.py) stays as a second detector.
+The records come from PyTorch's profiler with CUDA synchronisation events on (workers/recording.py): each
+kernel's, copy's and memset's stream and correlation id, and for each wait or synchronisation its kind, its
+stream, and for an event the stream it was recorded on and the correlation id of its record. The
+end-of-forward marker (returned.py) stays as a second detector.
 
 What this cannot see: the legacy default stream's implicit synchronisation with blocking streams (CUPTI
 records none), so work on a stream made blocking (cupy.cuda.Stream(), cudaStreamCreate) that relies on it
@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cudasmith.harness.workers.returned import UNSYNCHRONISED
+from cudasmith.harness.workers.races.returned import UNSYNCHRONISED
 
 # CUPTI's kinds of synchronisation, as Kineto names its records.
 STREAM_WAIT = "Stream Wait Event"

@@ -5,7 +5,7 @@ interpreter's objects or frames, starting processes or threads, ending the proce
 descriptors, networking, handling signals, assigning to attributes of torch, time, triton or cudasmith
 (patching), and, where PyTorch compute is refused, torch.compile. It reads names, so a name built at run
 time passes it: it is a cheap first gate that gives a clear reason early, not a defence. The defences
-are at run time (audit.py, observe.py, tamper.py and the worker's checks).
+are at run time (workers/audit.py, workers/observe.py, workers/tamper.py and the worker's checks).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Whether a timing window was exclusive: after each window, what else ran on the device during it.
 
-A window is timed while the other workers of the device's sessions are drained and paused (lease.py);
+A window is timed while the other workers of the device's sessions are drained and paused (harness/lease.py);
 this module checks afterwards rather than trusting that. On the CPU, /proc says how much CPU time every
 other process of the sessions used during the window. On the GPU, NVML's per-process utilisation samples
 say which processes ran kernels or moved memory; any process but the timed one counts, except the judge's

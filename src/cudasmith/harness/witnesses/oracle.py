@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudasmith.device import DevicePeaks, load_peaks
 from cudasmith.errors import HarnessError
-from cudasmith.harness.lease import Hold, TimingLease
 from cudasmith.harness.options import PROBLEM_LOAD_TIMEOUT_S
 from cudasmith.harness.walls.memory import too_large
 from cudasmith.harness.walls.process import WorkerFailure, WorkerProcess
@@ -38,6 +37,10 @@ from cudasmith.harness.wire.messages import (
 from cudasmith.harness.wire.outputs import OutputRef
 from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.tasks.problem import Config
+
+if TYPE_CHECKING:
+    # Types only: lease.py imports witnesses (exclusive.py), and an import back would close a cycle.
+    from cudasmith.harness.lease import Hold, TimingLease
 
 # The judge's own requests: computing and comparing outputs (float64 references of large configs take
 # seconds on a CPU); measuring the device (first time only). Loading the problem: PROBLEM_LOAD_TIMEOUT_S.
