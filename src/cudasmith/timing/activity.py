@@ -17,8 +17,13 @@ from cudasmith.timing import clock
 
 # Kineto activity kinds on the GPU timeline that are not work (waits, annotations, bookkeeping).
 NOT_WORK_KINDS = frozenset({"cuda_sync", "gpu_user_annotation", "cuda_profiler_range", "overhead"})
-# CUPTI's synchronisations as Kineto names them: never work, whatever activity type a torch gives them.
-SYNC_NAMES = frozenset({"Stream Wait Event", "Event Sync", "Stream Sync", "Context Sync"})
+# CUPTI's kinds of synchronisation, as Kineto names its records: never work, whatever activity type a torch
+# gives them (the happens-before graph, harness/workers/races/streams.py, reads them).
+STREAM_WAIT = "Stream Wait Event"
+EVENT_SYNC = "Event Sync"
+STREAM_SYNC = "Stream Sync"
+CONTEXT_SYNC = "Context Sync"
+SYNC_NAMES = frozenset({STREAM_WAIT, EVENT_SYNC, STREAM_SYNC, CONTEXT_SYNC})
 # What reads a Kineto record, captured before any solution loads. They are methods of pybind11 classes,
 # which Python code may patch: the judge calls these objects, never what the class holds later, so a
 # candidate's replacement neither changes what the judge reads nor runs when the judge reads it.

@@ -164,7 +164,6 @@ class Guard:
         self.origins = origins
         self.violations: list[Violation] = []
         self.busy = False
-        self.running = 0
         # Where each of those running threads was started (the first frame above the thread machinery).
         self.starters: list[str] = []
         self.compiler: set[int] = set()
@@ -176,7 +175,7 @@ class Guard:
 
     def threads_running(self) -> int:
         """Threads started since the hook was installed (not by the compiler) whose function has not returned."""
-        return self.running
+        return len(self.starters)
 
     def first_starter(self) -> str:
         """Where the first of the running threads was started: 'module.function', or '?'."""
@@ -212,19 +211,16 @@ class Guard:
                     if compiler:
                         self.compiler.discard(ident())
                     else:
-                        self.running -= 1
                         self.starters.remove(starter)
 
         if not compiler:
             with lock:
-                self.running += 1
                 self.starters.append(starter)
         try:
             return start(counted, *rest, **kwargs)
         except BaseException:
             if not compiler:
                 with lock:
-                    self.running -= 1
                     self.starters.remove(starter)
             raise
 

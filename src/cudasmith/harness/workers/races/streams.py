@@ -25,12 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cudasmith.harness.workers.races.returned import UNSYNCHRONISED
+from cudasmith.timing.activity import CONTEXT_SYNC, EVENT_SYNC, STREAM_SYNC, STREAM_WAIT
 
-# CUPTI's kinds of synchronisation, as Kineto names its records.
-STREAM_WAIT = "Stream Wait Event"
-EVENT_SYNC = "Event Sync"
-STREAM_SYNC = "Stream Sync"
-CONTEXT_SYNC = "Context Sync"
+# CUPTI's kinds of synchronisation, as Kineto names its records (timing/activity.py's, which the sampler
+# also reads).
 SYNC_KINDS = (STREAM_WAIT, EVENT_SYNC, STREAM_SYNC, CONTEXT_SYNC)
 
 # What each stream is known to have done: per stream, the correlation id of its last operation covered.
