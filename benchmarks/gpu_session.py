@@ -2,6 +2,8 @@
 
     python benchmarks/gpu_session.py --out DIR --budget-s 570                 # every step, in order
     python benchmarks/gpu_session.py --out DIR --budget-s 570 --steps tests   # some of them
+    python benchmarks/gpu_session.py --out /tmp/s --budget-s 1150 --detach    # longer than one call ...
+    python benchmarks/gpu_session.py --collect /tmp/s --out DIR --wait-s 580  # ... collected in later calls
 
 Device time is lent by the minute, so a call must end with its results written, whatever ran out. Each step
 is a process of its own: its lines are printed as they come (prefixed with the step's name) and kept in
@@ -14,6 +16,12 @@ DIR/session.json) says, per step: its exit code, its seconds, and whether it ran
   throughput   benchmarks/throughput.py's no-build stream: a session against KernelBench's evaluator
   serve        benchmarks/serve_throughput.py on the no-build stream, with the exploit suite's statuses
   screening    benchmarks/optimize_gpu.py --screening (a search's screen against --confirm-all)
+
+A device call lasts at most 10 minutes, and the GPU tests take longer. With --detach the session starts in a
+process session of its own (setsid), which the machine lets run on after the call that started it returns,
+until the machine goes back; each later call (made within the machine's idle release) runs --collect, which
+waits for the session to end or for --wait-s, copies what it has written so far into --out, and prints the
+tail of its log. The tests still run in one pytest process.
 
 Wheels the machine lacks may be carried in .whl/ (git-ignored): they are installed first into a folder
 put on PYTHONPATH, never into the machine's site-packages. A KernelBench checkout in .kernelbench serves
@@ -71,10 +79,13 @@ class Outcome:
     skipped: str = ""
 
 
-def steps(out: Path, budget_s: float, tests: list[str] | None = None) -> dict[str, list[Step]]:
-    """Every step by name; `tests`: the test node ids to run instead of every GPU test (TEST_ORDER)."""
+def steps(
+    out: Path, budget_s: float, tests: list[str] | None = None, share_s: float | None = None
+) -> dict[str, list[Step]]:
+    """Every step by name; `tests`: the test node ids to run instead of every GPU test (TEST_ORDER);
+    `share_s`: each benchmark's own budget (default a third of the whole, at least 60 s)."""
     py = sys.executable
-    share = max(60.0, budget_s / 3)
+    share = share_s or max(60.0, budget_s / 3)
     return {
         "tests": [
             Step(
@@ -211,10 +222,56 @@ def run_step(step: Step, limit_s: float, out: Path, env: dict[str, str]) -> Outc
     return Outcome(step.name, rc, round(time.monotonic() - started, 1), timed_out)
 
 
+def detach(argv: list[str], out: Path) -> int:
+    """Start this session again in a process session of its own, its output in out/session.log."""
+    out.mkdir(parents=True, exist_ok=True)
+    again = [sys.executable, str(Path(__file__).resolve()), *(a for a in argv if a != "--detach")]
+    with open(out / "session.log", "w") as log:
+        process = subprocess.Popen(
+            again,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    print(
+        f"session started (pid {process.pid}), writing to {out}; collect it with --collect {out}", flush=True
+    )
+    return 0
+
+
+def collect(source: Path, out: Path, wait_s: float) -> int:
+    """Wait for a detached session to end (its session.json written) or for `wait_s`; copy what it wrote so
+    far into `out`; print the tail of its log. 0: it has ended; 3: it is still running."""
+    deadline = time.monotonic() + wait_s
+    done = source / "session.json"
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(2.0)
+    out.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.iterdir()) if source.is_dir() else []:
+        if path.is_file():
+            (out / path.name).write_bytes(path.read_bytes())
+    log = source / "session.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    print("\n".join(line for line in lines[-200:] if not line.startswith("[tests] .")), flush=True)
+    ended = done.exists()
+    print(f"session {'ended' if ended else 'still running'}: {len(lines)} lines of log", flush=True)
+    return 0 if ended else 3
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the logs, JSON and JUnit XML")
-    parser.add_argument("--budget-s", type=float, required=True, help="the whole call's seconds")
+    parser.add_argument("--budget-s", type=float, help="the whole session's seconds (not with --collect)")
+    parser.add_argument(
+        "--share-s", type=float, help="each benchmark's own budget (default a third of the whole)"
+    )
+    parser.add_argument("--detach", action="store_true", help="run on in a process session of its own")
+    parser.add_argument("--collect", type=Path, metavar="DIR", help="a detached session's --out, to collect")
+    parser.add_argument(
+        "--wait-s", type=float, default=0.0, help="with --collect: the most to wait for its end"
+    )
     parser.add_argument("--steps", default="tests,trust_cost,throughput,serve,screening",
                         help="comma-separated, in order: tests, trust_cost (or trust_cost_cuda, trust_cost_cpu), throughput, serve, screening")  # fmt: skip
     parser.add_argument(
@@ -224,9 +281,15 @@ def main() -> int:
         "--tests", type=Path, help="a file of test node ids, one a line: only those (re-runs)"
     )
     args = parser.parse_args()
+    if args.collect is not None:
+        return collect(args.collect, args.out, args.wait_s)
+    if args.budget_s is None:
+        parser.error("--budget-s is needed (but for --collect)")
+    if args.detach:
+        return detach(sys.argv[1:], args.out)
     deadline = time.monotonic() + args.budget_s - RESERVE_S
     tests = [line for line in args.tests.read_text().splitlines() if line.strip()] if args.tests else None
-    known = steps(args.out, args.budget_s, tests)
+    known = steps(args.out, args.budget_s, tests, args.share_s)
     chosen = [name.strip() for name in args.steps.split(",") if name.strip()]
     # A group's name runs its steps; a step's own name (trust_cost_cpu) runs that step alone.
     by_name = {step.name: [step] for group in known.values() for step in group} | known

@@ -67,6 +67,28 @@ def test_steps_that_do_not_fit_the_budget_are_skipped_and_the_table_says_so(tmp_
     assert [(o["name"], o["rc"], o["skipped"] != "") for o in outcomes] == [("tests", None, True)]
 
 
+def test_a_detached_session_runs_on_and_is_collected_later(tmp_path: Path) -> None:
+    # Detached, the call returns at once; the session (here a step skipped for want of time) ends on its
+    # own, and --collect waits for it, copies its files and says it ended.
+    away, out = tmp_path / "away", tmp_path / "out"
+    started = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_session.py"), "--out", str(away), "--budget-s", "30",
+         "--steps", "tests", "--wheels", str(tmp_path / "none"), "--detach"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert "session started" in started.stdout
+    collected = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_session.py"), "--collect", str(away), "--out", str(out),
+         "--wait-s", "240"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "session ended" in collected.stdout and "tests: skipped" in collected.stdout
+    assert json.loads((out / "session.json").read_text())[0]["name"] == "tests"
+    assert (out / "session.log").exists()
+
+
 def test_an_unknown_step_is_a_usage_error(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "gpu_session.py"), "--out", str(tmp_path), "--budget-s", "30",

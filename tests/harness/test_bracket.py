@@ -94,6 +94,20 @@ def test_on_a_gpu_the_judges_own_traffic_and_waiting_for_a_core_are_allowed() ->
     assert faster_than_clock(reading, GPU_CALIBRATION, honest, 3 * 1024**3, gpu=True) is None
 
 
+def test_on_a_gpu_the_judges_preparation_of_each_sample_is_allowed() -> None:
+    """Cold L2 with a persisting window set by the solution: before each sample the judge waits for the
+    device, resets the persisting lines and issues the flush, 10 ms a sample on the H200, which no span
+    shows (the measurement reports it as its "prepare" phase); and throttled samples it discarded."""
+    samples = 45
+    wall = 0.05 + samples * (0.004 + 0.0003 + 100e-6 + 0.010) + 0.3
+    reading = Reading(wall_s=wall, call=None, main=ThreadTimes(0.0, 0.0, 0, 1e-9))
+    plain = _reply([0.004] * samples, host_ms=0.3)
+    assert faster_than_clock(reading, GPU_CALIBRATION, plain, 0, gpu=True) is not None
+    prepared = _reply([0.004] * samples, host_ms=0.3)
+    prepared.measurement.phases_s.update({"prepare": samples * 0.010, "discarded": 0.3})
+    assert faster_than_clock(reading, GPU_CALIBRATION, prepared, 0, gpu=True) is None
+
+
 def test_a_calibration_is_what_the_empty_calls_cost_beyond_their_own_time() -> None:
     reply = Calibrated(
         calls=26, samples=24, claimed_ms=2.6, sampled_ms=2.4, sampling_s=0.0264, call_cpu_s=0.0031

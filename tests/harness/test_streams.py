@@ -11,8 +11,10 @@ from cudasmith.harness.workers.races.streams import (
     STREAM_WAIT,
     StreamOp,
     races,
+    resolve,
     sync_op,
 )
+from cudasmith.timing.activity import EVENT_RECORD
 
 CALLER, SIDE, OTHER = 7, 13, 21
 RETURNED = 100  # the marker's correlation id, launched on the caller's stream as forward returned
@@ -80,7 +82,7 @@ def test_only_what_was_issued_before_forward_returned_is_the_call_s() -> None:
 def test_synchronisations_are_read_from_kineto_s_records() -> None:
     metadata = '"cuda_sync_kind": "Stream Wait Event",\n "wait_on_stream": 13, "wait_on_cuda_event_record_corr_id": 41, "wait_on_cuda_event_id": 2,'
     op = sync_op(STREAM_WAIT, 42, 7, metadata)
-    assert op == StreamOp(STREAM_WAIT, 42, 7, STREAM_WAIT, 13, 41)
+    assert op == StreamOp(STREAM_WAIT, 42, 7, STREAM_WAIT, 13, 41, event=2)
     assert sync_op(CONTEXT_SYNC, 5, 2**32 - 1, "").stream == -1  # type: ignore[union-attr]
     assert sync_op("cudaLaunchKernel", 5, 7, "") is None
     assert sync_op(STREAM_WAIT, 5, 7, "not json").recorded_at == -1  # type: ignore[union-attr]
@@ -93,3 +95,49 @@ def test_every_kind_of_synchronisation_is_known_by_name_where_the_records_carry_
     from cudasmith.timing.activity import SYNC_NAMES
 
     assert set(SYNC_KINDS) == SYNC_NAMES == {STREAM_WAIT, EVENT_SYNC, STREAM_SYNC, CONTEXT_SYNC}
+
+
+def record(correlation: int, stream: int, event: int) -> StreamOp:
+    return StreamOp(EVENT_RECORD, correlation, stream, EVENT_RECORD, event=event)
+
+
+def event_wait(correlation: int, stream: int, event: int, on: int = -1, recorded_at: int = -1) -> StreamOp:
+    return StreamOp(STREAM_WAIT, correlation, stream, STREAM_WAIT, on, recorded_at, event)
+
+
+def test_an_event_s_record_is_read_from_kineto_s_records() -> None:
+    metadata = '"event_id": 9, "stream": 13, "correlation": 40, "device": 0, "context": 1'
+    assert sync_op(EVENT_RECORD, 40, 13, metadata) == record(40, SIDE, 9)
+    assert sync_op(EVENT_RECORD, 40, 13, "").event == -1  # type: ignore[union-attr]
+
+
+def test_a_wait_reads_the_last_record_of_its_event_issued_before_it() -> None:
+    # Kineto's map named no record (-1), or a later one: the trace's own records of the event decide.
+    ops = [
+        record(1, SIDE, 9),
+        work(2, SIDE),
+        record(3, SIDE, 9),
+        event_wait(4, CALLER, 9),
+        record(6, OTHER, 9),
+    ]
+    waited = [op for op in resolve(ops) if op.kind == STREAM_WAIT]
+    assert (waited[0].recorded_on, waited[0].recorded_at) == (SIDE, 3)
+    # Ordered by the second record (after the side work), so the side work is waited for.
+    assert races(ops, CALLER, RETURNED) is None
+    # The same wait with its event recorded before the side work only: the work is a race.
+    early = [record(1, SIDE, 9), work(2, SIDE), event_wait(4, CALLER, 9, on=SIDE, recorded_at=5)]
+    assert races(early, CALLER, RETURNED) is not None
+
+
+def test_a_record_kineto_names_after_the_wait_is_not_the_one_waited_for() -> None:
+    # Kineto's map holds the event's latest record as it reads the buffers: one issued after the wait.
+    ops = [work(1, SIDE), event_wait(2, CALLER, 9, on=SIDE, recorded_at=3), work(4, CALLER)]
+    (waited,) = [op for op in resolve(ops) if op.kind == STREAM_WAIT]
+    assert waited.recorded_at == -1
+    assert races(ops, CALLER, RETURNED) is not None
+
+
+def test_a_self_wait_is_found_from_the_event_s_own_record() -> None:
+    ops = [work(1, SIDE), record(2, SIDE, 4), event_wait(3, SIDE, 4)]
+    reason = races(ops, CALLER, RETURNED)
+    assert reason is not None and "waits on itself" in reason

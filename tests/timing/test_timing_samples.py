@@ -121,7 +121,9 @@ def test_the_stop_rule_reads_spans_and_stops_at_the_first_checkpoint(gpu: FakeGp
     assert measurement.stop == "noise target" and measurement.method == "cupti"
     assert len(measurement.samples_ms) == PLAN.min_samples, "one checkpoint, at the minimum count"
     assert measurement.median_ms == pytest.approx(KERNEL_NS / 1e6)
-    assert gpu.recorders == 1 and set(measurement.phases_s) == {"warmup", "sampling", "records"}
+    assert gpu.recorders == 1
+    assert set(measurement.phases_s) == {"warmup", "sampling", "records", "prepare", "discarded"}
+    assert measurement.phases_s["discarded"] == 0.0, "no sample was throttled"
     assert measurement.work["work"].calls == PLAN.min_samples
 
 

@@ -16,7 +16,9 @@ import torch
 from cudasmith.timing import clock
 
 # Kineto activity kinds on the GPU timeline that are not work (waits, annotations, bookkeeping).
-NOT_WORK_KINDS = frozenset({"cuda_sync", "gpu_user_annotation", "cuda_profiler_range", "overhead"})
+NOT_WORK_KINDS = frozenset(
+    {"cuda_sync", "cuda_event", "gpu_user_annotation", "cuda_profiler_range", "overhead"}
+)
 # CUPTI's kinds of synchronisation, as Kineto names its records: never work, whatever activity type a torch
 # gives them (the happens-before graph, harness/workers/races/streams.py, reads them).
 STREAM_WAIT = "Stream Wait Event"
@@ -24,6 +26,8 @@ EVENT_SYNC = "Event Sync"
 STREAM_SYNC = "Stream Sync"
 CONTEXT_SYNC = "Context Sync"
 SYNC_NAMES = frozenset({STREAM_WAIT, EVENT_SYNC, STREAM_SYNC, CONTEXT_SYNC})
+# CUPTI's record of a CUDA event being recorded on a stream, as Kineto names it: not work either.
+EVENT_RECORD = "cudaEvent"
 # What reads a Kineto record, captured before any solution loads. They are methods of pybind11 classes,
 # which Python code may patch: the judge calls these objects, never what the class holds later, so a
 # candidate's replacement neither changes what the judge reads nor runs when the judge reads it.
@@ -88,7 +92,7 @@ def gpu_work(events: Iterable[_KinetoEvent]) -> list[Activity]:
             continue
         name = event_name(event)
         kind = str(kind_of(event)) if kind_of is not None else _kind_by_name(name)
-        if kind in NOT_WORK_KINDS or "sync" in name.lower() or name in SYNC_NAMES:
+        if kind in NOT_WORK_KINDS or "sync" in name.lower() or name in SYNC_NAMES or name == EVENT_RECORD:
             continue
         start = event_start_ns(event)
         found.append(Activity(name, start, start + event_duration_ns(event), kind))

@@ -210,6 +210,9 @@ class _Sample:
     host_ms: float
     clock_mhz: float | None
     timed_out: bool
+    # The judge's own work before the call, on the host: the reset of persisting L2 lines (with the wait
+    # for the device it needs) and issuing the flush; the parent's clock counts it as the judge's.
+    prepare_ms: float = 0.0
 
 
 def _take_sample(
@@ -227,6 +230,7 @@ def _take_sample(
     """One sample; `called` runs first once the call returns (the worker's integrity check), with nothing
     looked up before it: `perf` is the clock, bound when this module was imported."""
     words = kit.words.host if kit is not None else None
+    prepared = perf()
     if kit is not None and words is not None:
         if cold:
             if pinned is not None and pinned.active:
@@ -246,6 +250,7 @@ def _take_sample(
             block=1,
             stream=stream.cuda_stream,
         )
+    prepare_ms = (perf() - prepared) * 1e3
     try:
         clock.event_record(events[0], stream)
         begin = perf()
@@ -261,7 +266,8 @@ def _take_sample(
     # The blocker's record: words[1] timed out, words[2] nanoseconds spun, words[3] SM cycles meanwhile.
     clock_mhz = words[3] / words[2] * 1e3 if words is not None and words[2] >= BLOCKER_MIN_SPIN_NS else None
     timed_out = words is not None and words[1] != 0
-    return _Sample(clock.event_elapsed_ms(events[0], events[1]), host_ms, clock_mhz, timed_out), output
+    sample = _Sample(clock.event_elapsed_ms(events[0], events[1]), host_ms, clock_mhz, timed_out, prepare_ms)
+    return sample, output
 
 
 def _judge_sample(sample: _Sample, kit: _Tools | None, queued: bool, reference_mhz: float | None) -> str:
@@ -322,6 +328,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     queued = kit is not None
     reference_mhz = kit.max_clock_mhz if kit is not None else None
     discarded = 0
+    discarded_s = 0.0  # the throttled samples' own time and the recovery waits after them
     taken: list[_Sample] = []
     kept: list[bool] = []
     records_s = 0.0
@@ -365,6 +372,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
             elif keep == "throttled":
                 assert kit is not None
                 discarded += 1
+                discarded_s += sample.event_ms / 1e3 + sample.host_ms / 1e3 + THROTTLE_RECOVERY_S
                 if discarded >= MAX_THROTTLE_DISCARDS:
                     kit.check_throttle = False
                     warnings.append(f"the GPU stayed throttled: {discarded} samples discarded, then kept")
@@ -411,6 +419,10 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     unqueued = "" if queued else ", unqueued"
     method = "cuda-events" if spans is None else "cupti" if launch_ms is None else "cupti+launch"
     phases["records"] = records_s + clock.perf_counter() - sampled
+    # The judge's own time around the samples, for the parent's clock (witnesses/bracket.py): each sample's
+    # preparation, and the samples discarded as throttled with the waits after them.
+    phases["prepare"] = sum(sample.prepare_ms for sample in taken) / 1e3
+    phases["discarded"] = discarded_s
     return Measurement(
         samples_ms=samples_ms,
         method=method + unqueued,

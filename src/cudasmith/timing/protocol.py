@@ -253,7 +253,9 @@ class Measurement:
     # What ran in the kept samples (GPU only), per name.
     work: dict[str, WorkTotal] = field(default_factory=dict)
     # Where the measurement's wall time went, in seconds: "warmup", "sampling", "records" (reading
-    # CUPTI's records at checkpoints and at the end, on a GPU).
+    # CUPTI's records at checkpoints and at the end, on a GPU); on a GPU also, within "sampling", "prepare"
+    # (each sample's preparation: the reset of persisting L2 lines, the flush) and "discarded" (samples
+    # discarded as throttled, with the waits after them).
     phases_s: dict[str, float] = field(default_factory=dict)
     # The warm-up calls before the samples, and their own times added up (on the CPU each call's time as
     # a sample's is taken; on a GPU the host's time to issue it): what the parent's clock check adds to

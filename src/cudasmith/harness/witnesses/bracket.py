@@ -15,8 +15,9 @@ start time of each call, CUPTI's spans). What the parent reads cannot be rewritt
 - On a GPU, the parent's wall time of the request, less the time the worker's main thread waited for a
   core: each sample's GPU span and the host's time to issue it, the per-sample cost calibrated on the
   judge's empty call and the integrity check after each call, the warm-up the plan allows, the judge's own
-  traffic (perturbing the inputs, keeping the outputs) and reading CUPTI's records must explain it within
-  a factor of GPU_FACTOR.
+  traffic (perturbing the inputs, keeping the outputs), reading CUPTI's records, each sample's preparation
+  (the reset of persisting L2 lines and the flush) and the samples discarded as throttled must explain it
+  within a factor of GPU_FACTOR.
 
 What this cannot stop: a forger whose calls are faster than the allowance (a call shorter than the
 per-call slack on the CPU, or than the per-sample overheads on a GPU, moves the bound by less than its
@@ -169,8 +170,11 @@ def _gpu(reading: Reading, calibration: Calibration, reply: Timed, judge_bytes: 
         first_calls += 3 * (reply.input_sets or 1)
     warmup = max(plan.warmup_ms / 1e3, first_calls * call) + call
     traffic = samples * judge_bytes / GPU_JUDGE_BANDWIDTH
-    records = measurement.phases_s.get("records", 0.0)
-    explained = warmup + sum(per_sample) + samples * overhead + traffic + records
+    phases = measurement.phases_s
+    # The judge's own work around the samples: reading records, preparing each sample (the reset of
+    # persisting L2 lines and the flush), and samples discarded as throttled with the waits after them.
+    judged = sum(phases.get(phase, 0.0) for phase in ("records", "prepare", "discarded"))
+    explained = warmup + sum(per_sample) + samples * overhead + traffic + judged
     active = reading.wall_s - (reading.main.wait_s if reading.main is not None else 0.0)
     if active > GPU_FACTOR * explained + GPU_FIXED_S:
         return (

@@ -146,6 +146,7 @@ class Candidate:
             observation.stop()
             if gpu:
                 self.calls.returned = ReturnMarker()
+                self.calls.probe_races()
         # Where operators are recorded on the caller's thread only, calls stay on the main thread.
         thread = start_call_thread().native_id if not gpu and EVERY_THREAD else None
         return Prepared(device_name(self.device), thread)

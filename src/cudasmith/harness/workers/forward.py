@@ -34,7 +34,7 @@ from cudasmith.harness.workers.calls import (
 from cudasmith.harness.workers.observe import KernelAudit, OpAudit, OwnKernels, audit_kernels, audit_ops
 from cudasmith.harness.workers.poison import poison_free_gpu_memory
 from cudasmith.harness.workers.races.returned import ReturnMarker, unsynchronised
-from cudasmith.harness.workers.races.streams import STREAM_WAIT, StreamOp, races
+from cudasmith.harness.workers.races.streams import STREAM_WAIT, StreamOp, races, resolve
 from cudasmith.harness.workers.recording import Observation, RecordingLost
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import build_model, input_tensors, make_init_inputs
@@ -84,14 +84,17 @@ def _stop(observation: Observation) -> tuple[Any, ...] | None:
         return None
 
 
+def waits_read(syncs: list[StreamOp]) -> bool:
+    """Whether the records name the record each wait waited for (the judge's canary wait among them, as
+    `resolve` reads them): only then is the happens-before graph built."""
+    return any(op.kind == STREAM_WAIT and op.recorded_at >= 0 for op in resolve(syncs))
+
+
 def _race(work: list[Activity], syncs: list[StreamOp], marker: Activity | None) -> str | None:
     """A race in the call's happens-before graph (races/streams.py), where the records show it: the marker's
-    stream and correlation id read, and the judge's canary wait among the synchronisations."""
-    if (
-        marker is None
-        or marker.correlation < 0
-        or not any(op.kind == STREAM_WAIT and op.recorded_at >= 0 for op in syncs)
-    ):
+    stream and correlation id read, and the judge's canary wait (returned.py) among the synchronisations,
+    with the record it waited for."""
+    if marker is None or marker.correlation < 0 or not waits_read(syncs):
         return None
     issued = [StreamOp("work", a.correlation, a.stream, a.name) for a in work if a.correlation >= 0]
     return races([*issued, *syncs], marker.stream, marker.correlation)
@@ -119,6 +122,9 @@ class CandidateCalls:
         self.exposed: list[torch.Tensor] = []
         # On a GPU with defences: the kernel that marks, on the caller's stream, where forward returned.
         self.returned: ReturnMarker | None = None
+        # Whether this torch's records name what each wait waited for, as found before the solution loaded
+        # (probe_races): then a call whose records do not is missing evidence, never a call with no race.
+        self.races_readable = False
 
     @property
     def gpu(self) -> bool:
@@ -254,6 +260,13 @@ class CandidateCalls:
                 Rule.PYTORCH_COMPUTE,
             )
         self.enforce(ops, kernels, "inside forward")
+        if self.races_readable and marker is not None and not waits_read(syncs):
+            raise CandidateFault(
+                Status.REJECTED,
+                "judge state tampered: the records of the call's stream waits were lost (CUPTI's records of "
+                "CUDA events switched off, or the judge's recording cut short)",
+                Rule.JUDGE_STATE,
+            )
         if race := _race(gpu_work, syncs, marker) or unsynchronised(gpu_work, marker):
             raise CandidateFault(Status.REJECTED, race, Rule.SIDE_STREAM)
         check_unmodified(inputs, copies, "by forward")
@@ -266,6 +279,20 @@ class CandidateCalls:
             perturbation,
             guard.evidence(True, checks_before),
         )
+
+    def probe_races(self) -> bool:
+        """Before any solution loads: one recording of the judge's canary and marker alone, to learn whether
+        this torch's records name what each wait waited for (races_readable)."""
+        assert self.returned is not None
+        caller = torch.cuda.current_stream()
+        observation = Observation(True)
+        observation.start()
+        self.returned.canary(caller)
+        self.returned.mark(caller)
+        self._sync()
+        recorded = _stop(observation)
+        self.races_readable = recorded is not None and waits_read(recorded[3])
+        return self.races_readable
 
     # -- timed calls -----------------------------------------------------------------------------
 

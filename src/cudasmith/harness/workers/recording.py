@@ -20,6 +20,7 @@ import torch
 from cudasmith.harness.workers.races.streams import SYNC_KINDS, StreamOp, sync_op
 from cudasmith.timing import clock
 from cudasmith.timing.activity import (
+    EVENT_RECORD,
     Activity,
     activity_kind,
     event_correlation,
@@ -64,7 +65,8 @@ def split_events(
         if event_device_type(event) == cuda_device_type:
             # By name too: where torch's records of CUPTI's synchronisations carry another activity type, a
             # stream's wait must still be read as a wait, never taken for a kernel that is not the solution's.
-            if kind == "cuda_sync" or name in SYNC_KINDS:
+            # An event's record (CUPTI's CUDA_EVENT) says which stream and call a wait's event came from.
+            if kind in ("cuda_sync", "cuda_event") or name in SYNC_KINDS or name == EVENT_RECORD:
                 metadata = event_metadata(event) if event_metadata is not None else ""
                 if op := sync_op(name, event_correlation(event), event_stream(event), metadata):
                     syncs.append(op)
@@ -76,6 +78,55 @@ def split_events(
     # they carry the names of ranges on the CPU, which no kernel has.
     ranges = {event.name for event in cpu}
     return cpu, [activity for activity in gpu if activity.name not in ranges], syncs
+
+
+# CUPTI's activity kind of a CUDA event's record (cupti_activity.h). Kineto reads these records where it
+# finds them, and names from them the stream and call a wait's event was recorded in (races/streams.py); it
+# does not ask for them itself on every torch (2.11 did not), so the judge switches the kind on around a
+# recording of its own and off after it.
+CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
+
+
+class _EventRecords:
+    """CUPTI's switch for the records of CUDA events, in the libcupti this process already loaded (the
+    profiler's), bound at the first recording, which every worker makes before any solution loads."""
+
+    def __init__(self) -> None:
+        self._enable: Any = None
+        self._disable: Any = None
+        self._bound = False
+
+    def _bind(self) -> None:
+        self._bound = True
+        import ctypes
+
+        try:
+            with open("/proc/self/maps") as maps:
+                paths = {line.split()[-1] for line in maps if "/libcupti.so" in line}
+        except OSError:
+            return
+        for path in sorted(paths):
+            try:
+                library = ctypes.CDLL(path)
+                self._enable, self._disable = library.cuptiActivityEnable, library.cuptiActivityDisable
+            except (OSError, AttributeError):
+                continue
+            self._enable.argtypes = self._disable.argtypes = [ctypes.c_int]
+            self._enable.restype = self._disable.restype = ctypes.c_int
+            return
+
+    def on(self) -> bool:
+        """Switch the records on; whether CUPTI took it."""
+        if not self._bound:
+            self._bind()
+        return self._enable is not None and self._enable(CUPTI_ACTIVITY_KIND_CUDA_EVENT) == 0
+
+    def off(self) -> None:
+        if self._disable is not None:
+            self._disable(CUPTI_ACTIVITY_KIND_CUDA_EVENT)
+
+
+_event_records = _EventRecords()
 
 
 class RecordingLost(Exception):
@@ -127,6 +178,7 @@ class Observation:
         self.gpu = gpu
         self._disable: Any = None
         self._opening = self._closing = ""
+        self._events = False  # CUPTI's records of CUDA events switched on for this recording
 
     def start(self) -> None:
         autograd, profiler = _autograd, _profiler
@@ -137,6 +189,7 @@ class Observation:
         autograd._prepare_profiler(config, activities)
         self._disable = autograd._disable_profiler  # the stop calls what the start saw
         autograd._enable_profiler(config, activities)
+        self._events = self.gpu and _event_records.on()
         seed = clock.fresh_seed()
         self._opening, self._closing = f"cudasmith-open-{seed:x}", f"cudasmith-close-{seed:x}"
         with clock.RecordFunctionFast(self._opening):
@@ -150,6 +203,8 @@ class Observation:
         if self.gpu:
             clock.cuda_synchronize()
         results = self._disable()
+        if self._events:
+            _event_records.off()
         events = list(result_events(results)) if results is not None else []
         cpu, gpu, syncs = split_events(events, clock.CUDA_DEVICE_TYPE)
         seen = {event.name for event in cpu}

@@ -51,8 +51,11 @@ class ReturnMarker:
         self._function = self.kernel._function(torch.cuda.current_device())
         self._no_arguments = (ctypes.c_void_p * 1)()
         self._arguments = ctypes.addressof(self._no_arguments)
-        # The canary: a stream of the judge's own that waits on an event recorded on the caller's stream, so
-        # that a call's records show whether the profiler records waits (streams.py reads them only then).
+        # The canary: the caller's stream waits on an event recorded on a stream of the judge's own, so that a
+        # call's records show whether the profiler records waits and the records they wait for (streams.py
+        # reads them only then). The caller's stream is the waiter because Kineto keeps a stream's waits
+        # only where GPU work ran on that stream in the window; the judge's stream has none, so its event is
+        # already complete and the wait costs the caller nothing.
         _, self._event = driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
         _, self._side = driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
         self._record, self._wait = driver.cuEventRecord, driver.cuStreamWaitEvent
@@ -74,10 +77,10 @@ class ReturnMarker:
         return launch_now
 
     def canary(self, stream: Any) -> None:
-        """Record the judge's event on `stream` (the caller's) and have its own stream wait on it."""
-        (status,) = self._record(self._event, self._stream_type(stream.cuda_stream))
+        """Record the judge's event on its own stream and have `stream` (the caller's) wait on it."""
+        (status,) = self._record(self._event, self._side)
         if int(status) == 0:
-            self._wait(self._side, self._event, 0)
+            self._wait(self._stream_type(stream.cuda_stream), self._event, 0)
 
     def split(self, work: list[Activity]) -> tuple[list[Activity], Activity | None]:
         """The call's GPU work without the marker, and the marker's record (None when it was not seen)."""

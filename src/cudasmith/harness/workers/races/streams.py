@@ -10,8 +10,12 @@ however early it happened to finish. A stream that waits on itself, which waits 
 
 The records come from PyTorch's profiler with CUDA synchronisation events on (workers/recording.py): each
 kernel's, copy's and memset's stream and correlation id, and for each wait or synchronisation its kind, its
-stream, and for an event the stream it was recorded on and the correlation id of its record. The
-end-of-forward marker (returned.py) stays as a second detector.
+stream, and for an event the stream it was recorded on and the correlation id of its record. Kineto finds
+that record through a map it fills as it reads CUPTI's buffers, which CUPTI does not order (before torch
+2.12 the record is missing, or is a later one, when the buffers come out of order), so where the records of
+the events themselves are in the trace (CUPTI's "cudaEvent", with the event's id) the graph takes the last
+record of that event issued before the wait, as CUDA does; a record issued after the wait is never taken
+for it. The end-of-forward marker (returned.py) stays as a second detector.
 
 What this cannot see: the legacy default stream's implicit synchronisation with blocking streams (CUPTI
 records none), so work on a stream made blocking (cupy.cuda.Stream(), cudaStreamCreate) that relies on it
@@ -22,10 +26,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudasmith.harness.workers.races.returned import UNSYNCHRONISED
-from cudasmith.timing.activity import CONTEXT_SYNC, EVENT_SYNC, STREAM_SYNC, STREAM_WAIT
+from cudasmith.timing.activity import CONTEXT_SYNC, EVENT_RECORD, EVENT_SYNC, STREAM_SYNC, STREAM_WAIT
 
 # CUPTI's kinds of synchronisation, as Kineto names its records (timing/activity.py's, which the sampler
 # also reads).
@@ -37,9 +41,11 @@ Known = dict[int, int]
 
 @dataclass(frozen=True)
 class StreamOp:
-    """One operation the host issued: GPU work (`kind` "work": a kernel, copy or memset, by `name`), or a
-    synchronisation (one of SYNC_KINDS); an event's wait or synchronisation names the stream the event was
-    recorded on and the correlation id of its record (-1 where the records do not say)."""
+    """One operation the host issued: GPU work (`kind` "work": a kernel, copy or memset, by `name`), a
+    synchronisation (one of SYNC_KINDS), or an event's record on `stream` (EVENT_RECORD); an event's wait or
+    synchronisation names the stream the event was recorded on and the correlation id of its record (-1
+    where the records do not say), and an event's record or wait names CUPTI's id of the event (-1: not
+    said)."""
 
     kind: str
     correlation: int
@@ -47,33 +53,76 @@ class StreamOp:
     name: str = ""
     recorded_on: int = -1
     recorded_at: int = -1
+    event: int = -1
 
 
-def sync_op(name: str, correlation: int, stream: int, metadata: str) -> StreamOp | None:
-    """A synchronisation from a Kineto record (its name, correlation id, stream and metadata, a fragment of
-    JSON), or None for a record of another kind."""
-    if name not in SYNC_KINDS:
-        return None
-    fields: dict[str, object] = {}
+def _fields(metadata: str) -> dict[str, object]:
+    """A Kineto record's fields, from its metadata (a fragment of JSON, or a whole object); {} when unread."""
+    text = metadata.strip().rstrip(",")
     try:
-        text = metadata.strip().rstrip(",")
         fields = (
             json.loads("{" + text + "}") if text and not text.startswith("{") else json.loads(text or "{}")
         )
     except ValueError:
-        fields = {}
-    recorded_on, recorded_at = (
-        fields.get("wait_on_stream", -1),
-        fields.get("wait_on_cuda_event_record_corr_id", -1),
-    )
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def _int(fields: dict[str, object], key: str) -> int:
+    value = fields.get(key, -1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _stream(stream: int) -> int:
+    return stream if 0 <= stream < 2**31 else -1
+
+
+def sync_op(name: str, correlation: int, stream: int, metadata: str) -> StreamOp | None:
+    """A synchronisation, or an event's record, from a Kineto record (its name, correlation id, stream and
+    metadata, a fragment of JSON), or None for a record of another kind."""
+    if name == EVENT_RECORD:
+        fields = _fields(metadata)
+        on = _int(fields, "stream")
+        return StreamOp(
+            EVENT_RECORD,
+            correlation,
+            _stream(on if on >= 0 else stream),
+            name,
+            event=_int(fields, "event_id"),
+        )
+    if name not in SYNC_KINDS:
+        return None
+    fields = _fields(metadata)
     return StreamOp(
         name,
         correlation,
-        stream if stream < 2**31 else -1,
+        _stream(stream),
         name,
-        recorded_on if isinstance(recorded_on, int) else -1,
-        recorded_at if isinstance(recorded_at, int) else -1,
+        _int(fields, "wait_on_stream"),
+        _int(fields, "wait_on_cuda_event_record_corr_id"),
+        _int(fields, "wait_on_cuda_event_id"),
     )
+
+
+def resolve(ops: Iterable[StreamOp]) -> list[StreamOp]:
+    """The operations, each event's wait or synchronisation naming the record it waited for: the last record
+    of its event issued before it, where the trace holds the events' records; else Kineto's, unless that
+    record was issued after the wait (then it is not the one waited for, and the source is unknown)."""
+    ordered = sorted(ops, key=lambda o: o.correlation)
+    last: dict[int, StreamOp] = {}  # event id -> its latest record so far
+    out: list[StreamOp] = []
+    for op in ordered:
+        if op.kind == EVENT_RECORD:
+            if op.event >= 0:
+                last[op.event] = op
+        elif op.kind in (STREAM_WAIT, EVENT_SYNC):
+            record = last.get(op.event) if op.event >= 0 else None
+            if record is not None:
+                op = replace(op, recorded_on=record.stream, recorded_at=record.correlation)
+            elif op.recorded_at >= op.correlation:
+                op = replace(op, recorded_on=-1, recorded_at=-1)
+        out.append(op)
+    return out
 
 
 def _join(into: Known, other: Known) -> None:
@@ -107,11 +156,12 @@ class _History:
 def races(ops: Iterable[StreamOp], caller: int, returned: int) -> str | None:
     """Why the call's GPU work is not all ordered before forward returned on the caller's stream (the
     module's rules), or None. `caller`: the caller's stream; `returned`: the correlation id of the marker
-    launched on it as forward returned (operations after it are not the call's)."""
+    launched on it as forward returned (operations after it are not the call's). Waits are read as
+    `resolve` reads them."""
     history = _History()
     work: list[StreamOp] = []
     self_waits: list[StreamOp] = []
-    for op in sorted(ops, key=lambda o: o.correlation):
+    for op in resolve(ops):
         if op.correlation >= returned:
             break
         if op.kind == "work":

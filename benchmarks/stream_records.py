@@ -1,0 +1,173 @@
+"""What this torch's profiler tells the judge about a call's streams: the records the happens-before graph
+(harness/workers/races/streams.py) is built from, for a few patterns of side-stream work, and the graph's
+reading of each. Run it where a new torch or driver is met, before trusting the race check there.
+
+    python benchmarks/stream_records.py [--raw]
+
+For each pattern the judge's own steps are taken as in a correctness call (workers/forward.py): its
+recording starts, its canary wait is issued on the caller's stream, the pattern runs, the end-of-forward
+marker is launched, and the recording stops. The table gives, per pattern, what the graph said and what it
+was expected to say; `--raw` adds every synchronisation and event record as Kineto gave it (kind, stream,
+correlation id, the recorded stream and correlation Kineto named, CUPTI's event id).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+from rich.table import Table
+
+from cudasmith.harness.workers import recording
+from cudasmith.harness.workers.forward import _race
+from cudasmith.harness.workers.races.returned import ReturnMarker, unsynchronised
+from cudasmith.harness.workers.races.streams import resolve
+from cudasmith.harness.workers.recording import Observation
+from cudasmith.report.formats import output_console
+from cudasmith.timing import clock
+from cudasmith.timing.activity import activity_kind, event_device_type, event_metadata, event_name
+
+_split = recording.split_events
+_last_events: list[object] = []
+
+
+def _keep_events(events, cuda_device_type):  # type: ignore[no-untyped-def]
+    """The recorder's split, the raw events kept for --raw."""
+    _last_events[:] = list(events)
+    return _split(_last_events, cuda_device_type)
+
+
+recording.split_events = _keep_events
+
+
+def _joined(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = torch.relu(x)
+    torch.cuda.current_stream().wait_stream(side)
+    return y
+
+
+def _early(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = torch.relu(x)
+    time.sleep(0.02)
+    return y
+
+
+def _self_wait(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = torch.relu(x)
+        torch.cuda.current_stream().wait_stream(side)
+    time.sleep(0.02)
+    return y
+
+
+def _caller_only(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
+    return torch.relu(x)
+
+
+def _event_synced(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = torch.relu(x)
+        done = torch.cuda.Event()
+        done.record(side)
+    done.synchronize()
+    return y
+
+
+# (name, the call, whether the graph must name a race)
+PATTERNS: list[tuple[str, Callable[[torch.Tensor, torch.cuda.Stream], torch.Tensor], bool]] = [
+    ("caller's stream only", _caller_only, False),
+    ("side stream joined by a wait", _joined, False),
+    ("side stream joined by an event's synchronisation", _event_synced, False),
+    ("side stream ended early, never waited for", _early, True),
+    ("self-wait inside torch.cuda.stream", _self_wait, True),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--raw", action="store_true", help="print every synchronisation and event record")
+    parser.add_argument("--calls", type=int, default=3, help="calls of each pattern (default 3)")
+    args = parser.parse_args()
+    console = output_console()
+    if not torch.cuda.is_available():
+        console.print("stream_records: needs a GPU (the records are CUPTI's)")
+        return 2
+    console.print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    marker = ReturnMarker()
+    side = torch.cuda.Stream()
+    x = torch.randn(1 << 20, device="cuda")
+    table = Table(title="The happens-before graph on this torch, per pattern")
+    for column in ("pattern", "call", "waits read", "graph", "marker", "expected", "as expected"):
+        table.add_column(column)
+    wrong = 0
+    for name, call, race_expected in PATTERNS:
+        for number in range(args.calls):
+            caller = torch.cuda.current_stream()
+            mark = marker.bound(caller)
+            observation = Observation(True)
+            observation.start()
+            marker.canary(caller)
+            call(x, side)
+            mark()
+            torch.cuda.synchronize()
+            _, work, _, syncs = observation.stop()
+            rest, returned = marker.split(work)
+            graph = _race(rest, syncs, returned)
+            late = unsynchronised(rest, returned)
+            resolved = resolve(syncs)
+            read = sum(1 for op in resolved if op.kind != "cudaEvent" and op.recorded_at >= 0)
+            waits = sum(1 for op in resolved if op.kind != "cudaEvent")
+            named = graph is not None
+            ok = named == race_expected
+            wrong += not ok
+            table.add_row(
+                name,
+                str(number),
+                f"{read}/{waits}",
+                (graph or "no race")[:60],
+                "late" if late else "-",
+                "race" if race_expected else "no race",
+                "yes" if ok else "NO",
+            )
+            if args.raw:
+                marker_at = (returned.stream, returned.correlation) if returned else None
+                console.print(f"[{name} #{number}] marker (stream, correlation): {marker_at}")
+                for activity in rest:
+                    console.print(
+                        f"  work   {activity.name[:50]} stream {activity.stream} corr {activity.correlation}"
+                    )
+                kinds = sorted(
+                    {
+                        (activity_kind(e), event_name(e)[:40])  # type: ignore[arg-type]
+                        for e in _last_events
+                        if event_device_type(e) == clock.CUDA_DEVICE_TYPE  # type: ignore[arg-type]
+                    }
+                )
+                console.print(f"  device records (kind, name): {kinds}")
+                for e in _last_events:
+                    if event_device_type(e) == clock.CUDA_DEVICE_TYPE and event_metadata is not None:  # type: ignore[arg-type]
+                        name_of = event_name(e)  # type: ignore[arg-type]
+                        if "Event" in name_of or "event" in name_of or "Sync" in name_of:
+                            meta = " ".join(event_metadata(e).split())  # type: ignore[arg-type]
+                            console.print(f"  raw {name_of}: {meta[:300]}")
+                for op, got in zip(sorted(syncs, key=lambda o: o.correlation), resolved, strict=True):
+                    console.print(
+                        f"  {op.kind:<18} stream {op.stream} corr {op.correlation} event {op.event} "
+                        f"kineto ({op.recorded_on}, {op.recorded_at}) read ({got.recorded_on}, {got.recorded_at})"
+                    )
+    console.print(table)
+    console.print(f"{wrong} pattern call(s) read otherwise than expected")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
