@@ -11,6 +11,7 @@ before any solution loaded (timing/activity.py), never through the classes a can
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -82,9 +83,13 @@ def split_events(
 
 # CUPTI's activity kind of a CUDA event's record (cupti_activity.h). Kineto reads these records where it
 # finds them, and names from them the stream and call a wait's event was recorded in (races/streams.py); it
-# does not ask for them itself on every torch (2.11 did not), so the judge switches the kind on around a
-# recording of its own and off after it.
+# does not ask for them itself on every torch (2.11 did not), so the judge can switch the kind on around a
+# recording of its own and off after it. On the H200 with torch 2.11 that made the waits readable, but timed
+# evaluations then hung in their first correctness call, so it is off unless CUDASMITH_CUDA_EVENT_RECORDS=1
+# (read once, as the worker imports this module, before any solution): benchmarks/stream_records.py shows
+# what a torch gives the graph either way.
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
+SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS") == "1"
 
 
 class _EventRecords:
@@ -189,7 +194,7 @@ class Observation:
         autograd._prepare_profiler(config, activities)
         self._disable = autograd._disable_profiler  # the stop calls what the start saw
         autograd._enable_profiler(config, activities)
-        self._events = self.gpu and _event_records.on()
+        self._events = self.gpu and SWITCH_EVENT_RECORDS and _event_records.on()
         seed = clock.fresh_seed()
         self._opening, self._closing = f"cudasmith-open-{seed:x}", f"cudasmith-close-{seed:x}"
         with clock.RecordFunctionFast(self._opening):
