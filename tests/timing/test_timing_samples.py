@@ -311,3 +311,22 @@ def test_a_refusal_inside_a_capture_is_raised_as_it_is_and_a_failed_capture_is_a
 
     with pytest.raises(TimingError, match="cannot be captured as a CUDA graph"):
         cuda.measure_cuda(fails_in_capture, 2, GRAPHED, CallHooks())
+
+
+def test_a_sample_that_waited_behind_the_blocker_is_counted_as_the_judge_s_discarded_time(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call that waits for the GPU (a context-wide limit set in it) waits behind the judge's blocker until
+    its timeout: the sample is not kept, and its time is the judge's ("discarded"), which the parent's clock
+    allows (witnesses/bracket.py), never the candidate's."""
+    launch = gpu.launch
+
+    def first_times_out(kernel: str, *args: Any, grid: Any, block: Any, stream: int = 0) -> None:
+        launch(kernel, *args, grid=grid, block=block, stream=stream)
+        if kernel == BLOCKER and gpu.samples == 1:
+            gpu.words.host[1] = 1  # the blocker's record: it spun to its timeout
+
+    monkeypatch.setattr(clock, "launch_kernel", first_times_out)
+    measurement = cuda.measure_cuda(gpu.call, 2, PLAN, CallHooks())
+    assert measurement.phases_s["discarded"] > 0.0
+    assert any("waits for the GPU" in warning for warning in measurement.warnings)

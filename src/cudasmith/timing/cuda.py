@@ -328,7 +328,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     queued = kit is not None
     reference_mhz = kit.max_clock_mhz if kit is not None else None
     discarded = 0
-    discarded_s = 0.0  # the throttled samples' own time and the recovery waits after them
+    discarded_s = 0.0  # the samples not kept (timed out, throttled), and the recovery waits after them
     taken: list[_Sample] = []
     kept: list[bool] = []
     records_s = 0.0
@@ -365,6 +365,7 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
             keep = _judge_sample(sample, kit, queued, reference_mhz)
             if sample.timed_out:
                 queued = False
+                discarded_s += sample.event_ms / 1e3 + sample.host_ms / 1e3  # the blocker's wait in it
                 warnings.append(
                     "the call waits for the GPU (it synchronises, or issues more launches than the queue "
                     "holds): timed unqueued, so launch gaps count"
@@ -420,7 +421,8 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     method = "cuda-events" if spans is None else "cupti" if launch_ms is None else "cupti+launch"
     phases["records"] = records_s + clock.perf_counter() - sampled
     # The judge's own time around the samples, for the parent's clock (witnesses/bracket.py): each sample's
-    # preparation, and the samples discarded as throttled with the waits after them.
+    # preparation, and the samples not kept (a call that waited for the GPU behind the blocker until its
+    # timeout, a throttled one) with the waits after them.
     phases["prepare"] = sum(sample.prepare_ms for sample in taken) / 1e3
     phases["discarded"] = discarded_s
     return Measurement(

@@ -254,8 +254,8 @@ class Measurement:
     work: dict[str, WorkTotal] = field(default_factory=dict)
     # Where the measurement's wall time went, in seconds: "warmup", "sampling", "records" (reading
     # CUPTI's records at checkpoints and at the end, on a GPU); on a GPU also, within "sampling", "prepare"
-    # (each sample's preparation: the reset of persisting L2 lines, the flush) and "discarded" (samples
-    # discarded as throttled, with the waits after them).
+    # (each sample's preparation: the reset of persisting L2 lines, the flush) and "discarded" (samples not
+    # kept: timed out behind the blocker, or throttled, with the waits after them).
     phases_s: dict[str, float] = field(default_factory=dict)
     # The warm-up calls before the samples, and their own times added up (on the CPU each call's time as
     # a sample's is taken; on a GPU the host's time to issue it): what the parent's clock check adds to

@@ -16,8 +16,8 @@ start time of each call, CUPTI's spans). What the parent reads cannot be rewritt
   core: each sample's GPU span and the host's time to issue it, the per-sample cost calibrated on the
   judge's empty call and the integrity check after each call, the warm-up the plan allows, the judge's own
   traffic (perturbing the inputs, keeping the outputs), reading CUPTI's records, each sample's preparation
-  (the reset of persisting L2 lines and the flush) and the samples discarded as throttled must explain it
-  within a factor of GPU_FACTOR.
+  (the reset of persisting L2 lines and the flush) and the samples not kept (timed out behind the blocker,
+  or throttled) must explain it within a factor of GPU_FACTOR.
 
 What this cannot stop: a forger whose calls are faster than the allowance (a call shorter than the
 per-call slack on the CPU, or than the per-sample overheads on a GPU, moves the bound by less than its
@@ -172,7 +172,8 @@ def _gpu(reading: Reading, calibration: Calibration, reply: Timed, judge_bytes: 
     traffic = samples * judge_bytes / GPU_JUDGE_BANDWIDTH
     phases = measurement.phases_s
     # The judge's own work around the samples: reading records, preparing each sample (the reset of
-    # persisting L2 lines and the flush), and samples discarded as throttled with the waits after them.
+    # persisting L2 lines and the flush), and the samples not kept: a call that waited for the GPU (the
+    # blocker spins until its timeout, 0.5 s, before such a call goes on), a throttled one.
     judged = sum(phases.get(phase, 0.0) for phase in ("records", "prepare", "discarded"))
     explained = warmup + sum(per_sample) + samples * overhead + traffic + judged
     active = reading.wall_s - (reading.main.wait_s if reading.main is not None else 0.0)
