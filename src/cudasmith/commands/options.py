@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cudasmith.commands.bundle import bundled
+from cudasmith.commands.bundle import bundled, given
 from cudasmith.commands.common import pick_problem, pick_problem_file
 from cudasmith.errors import UsageError
 
@@ -285,6 +285,10 @@ class LaneFlags:
     gpus: GpusOption = None
     address: AddressOption = None
     build_workers: BuildWorkersOption = None
+
+    def given(self) -> list[str]:
+        """The flags the command line set, as typed (`--gpus`)."""
+        return given(self)
 
     def lanes(self) -> Lanes:
         """The lanes they choose (checked when a run starts)."""
