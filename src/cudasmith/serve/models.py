@@ -130,11 +130,17 @@ class Served(BaseModel):
 
 
 class Health(BaseModel):
-    """The server is up: its version, device, executor and lanes."""
+    """The server is up: its version, device, judge, executor and lanes, and the judging options a request
+    overrides (what a client that keeps verdicts needs to key them as the server does)."""
 
     status: Literal["ok"] = "ok"
     version: str
     device: str
+    device_name: str = Field(description="The device as verdicts name it.")
+    judge: str = Field(description="The judge's version: a changed judge gives fresh verdicts.")
+    judging: dict[str, Any] = Field(
+        description="The server's judging options (its command line, else the protocol's), the secret seed aside."
+    )
     executor: str
     lanes: list[str]
     uptime_s: float
