@@ -107,6 +107,16 @@ ResumeOption = Annotated[
         help="Go on with a stopped or crashed run of the store (its id), with its own options and device.",
     ),
 ]
+ServerOption = Annotated[
+    str | None,
+    value_option(
+        "--server",
+        metavar="URL",
+        help="Have a running `cudasmith serve` judge them (its token in $CUDASMITH_TOKEN), under the judging "
+        "flags given; --device, --seed, --memory-limit, --require-isolation, --in-flight and the lane flags are "
+        "its own.",
+    ),
+]
 OutputOption = Annotated[Path | None, value_option("--output", "-o", metavar="FILE", help="Write it here.")]
 ConfigOption = Annotated[
     Path | None,
