@@ -27,6 +27,21 @@ def without_progress(stderr: str) -> str:
     return "".join(line for line in stderr.splitlines(keepends=True) if not PROGRESS_LINE.match(line))
 
 
+def slow_memory(cache: Path) -> dict[str, str]:
+    """The environment of a process whose CPU's peaks, kept in `cache`, read a memory bandwidth of 10 MB/s:
+    a config's check, estimated from its bytes (harness/check_time.py), takes minutes for a few hundred KB,
+    whatever the machine's load."""
+    env = {**os.environ, "CUDASMITH_CACHE": str(cache)}
+    rates = ({"float32": 0.5}, {"float32": 0.25})
+    subprocess.run(
+        [sys.executable, "-c", "from cudasmith.device import DevicePeaks, save_peaks, software_versions;"
+         "from cudasmith.hardware import device_name;"
+         f"save_peaks(DevicePeaks(device_name('cpu'), 'cpu', 0.01, *{rates!r}, 2**25, versions=software_versions()))"],
+        env=env, check=True, timeout=120,
+    )  # fmt: skip
+    return env
+
+
 def _has_gpu() -> bool:
     import torch
 

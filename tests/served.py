@@ -25,14 +25,17 @@ PROBLEM = (PROBLEMS / "add_small.py").read_text()
 
 
 class Server:
-    """`cudasmith serve --device DEVICE --port 0 --store STORE ARGS…`; its stdout's lines in `lines`."""
+    """`cudasmith serve --device DEVICE --port 0 --store STORE ARGS…` (in `env`, default this process's);
+    its stdout's lines in `lines`."""
 
-    def __init__(self, store: Path, *args: str, device: str = "cpu") -> None:
+    def __init__(
+        self, store: Path, *args: str, device: str = "cpu", env: dict[str, str] | None = None
+    ) -> None:
         self.log = store.parent / f"server-{os.urandom(3).hex()}.log"
         command = [sys.executable, "-m", "cudasmith", "serve", "--device", device, "--port", "0"]
         command += ["--store", str(store)]
         self.process = subprocess.Popen(
-            [*command, *args], stdout=subprocess.PIPE, stderr=self.log.open("w"), text=True
+            [*command, *args], stdout=subprocess.PIPE, stderr=self.log.open("w"), text=True, env=env
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -4,7 +4,6 @@ announced past a minute, skipped past the limit, refused where it must run; and 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.wire.results import ConfigDescription
 from cudasmith.tasks.problem import load_problem
 
-from conftest import PROBLEMS, SOLUTIONS
+from conftest import PROBLEMS, SOLUTIONS, slow_memory
 
 GB = 10**9
 PROBLEM = PROBLEMS / "add_small.py"
@@ -64,14 +63,7 @@ def test_long_configs_are_announced_skipped_or_refused_by_the_limit() -> None:
 def _eval(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """`eval` of a correct kernel on add_small (786 KB a config), where peaks measured a bandwidth of
     10 MB/s: its check is estimated at minutes."""
-    env = {**os.environ, "CUDASMITH_CACHE": str(tmp_path)}
-    rates = ({"float32": 0.5}, {"float32": 0.25})
-    subprocess.run(
-        [sys.executable, "-c", "from cudasmith.device import DevicePeaks, save_peaks, software_versions;"
-         "from cudasmith.hardware import device_name;"
-         f"save_peaks(DevicePeaks(device_name('cpu'), 'cpu', 0.01, *{rates!r}, 2**25, versions=software_versions()))"],
-        env=env, check=True, timeout=120,
-    )  # fmt: skip
+    env = slow_memory(tmp_path)
     args = [str(SOLUTIONS / "vector_add_cpu.py"), "--problem", str(PROBLEM), "--device", "cpu", "--no-timing"]
     return subprocess.run(
         [sys.executable, "-m", "cudasmith", "eval", *args, "--seeds", "1", *extra],

@@ -33,12 +33,14 @@ WAIT_S = 30
 
 class Scripted:
     """A lane that reads its verdict off the source ("wrong" in it: incorrect; "breaks": the judge itself
-    fails); while `held`, each candidate waits until released. It counts what it judged."""
+    fails); while `held`, each candidate waits until released. It keeps what it judged, and under which
+    options."""
 
     name = "scripted"
 
     def __init__(self) -> None:
         self.judged: list[str] = []
+        self.options: list[EvalOptions] = []
         self.released = threading.Event()
         self.released.set()
         self.taken = threading.Semaphore(0)
@@ -47,6 +49,7 @@ class Scripted:
         self.taken.release()
         assert self.released.wait(WAIT_S)
         self.judged.append(job.source)
+        self.options.append(job.options)
         if "breaks" in job.source:
             raise HarnessError("the reference worker died")
         status = Status.INCORRECT if "wrong" in job.source else Status.CORRECT
@@ -112,6 +115,17 @@ def test_identical_submissions_are_judged_once_and_a_resubmission_reuses_the_sto
         other = served.submit([candidate("# a\n", options={"seeds": 1})])[0]
         assert not finished(served, [other])[0].cached  # type: ignore[attr-defined]
         assert served.metrics().reused == 2 and served.metrics().judged == 4
+
+
+def test_a_requests_config_time_limit_is_its_sessions_and_in_its_key(store: RunStore) -> None:
+    lane = Scripted()
+    with service(store, lane) as served:
+        ids = served.submit([candidate("# a\n"), candidate("# a\n", options={"config_time_limit": 30})])
+        states = finished(served, ids)
+    assert not any(state.cached for state in states), "another session and cache key: judged anew"  # type: ignore[attr-defined]
+    assert sorted(options.config_time_limit_s for options in lane.options) == [30.0, 600.0]
+    requests = [run.options.get("request") or {} for run in store.runs(kind="serve")]
+    assert sorted(request.get("config_time_limit", 0) for request in requests) == [0, 30.0]
 
 
 def test_what_a_stopped_server_left_is_judged_by_the_next_and_nothing_half_judged_is_stored(

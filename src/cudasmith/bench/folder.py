@@ -16,8 +16,7 @@ from pathlib import Path
 
 from cudasmith.bench.layout import SolutionFolder, Submission, discover
 from cudasmith.errors import UsageError
-from cudasmith.exec import ExecutorStats, Job, Lanes, ProblemRef
-from cudasmith.hardware import device_name
+from cudasmith.exec import ExecutorStats, Job, LaneChoice, Lanes, ProblemRef
 from cudasmith.harness.options import EvalOptions, Progress
 from cudasmith.search.judge import cache_key
 from cudasmith.store import CacheKey, CandidateRecord, Run, RunStore, code_hash
@@ -48,15 +47,19 @@ def scope(tasks: list[str]) -> str:
     return ", ".join(tasks) if len(tasks) <= 3 else f"{len(tasks)} tasks ({tasks[0]}, …)"
 
 
-def _new_run(store: RunStore, found: SolutionFolder, options: EvalOptions, kernelbench: Path | None) -> Run:
+def _new_run(
+    store: RunStore, found: SolutionFolder, options: EvalOptions, kernelbench: Path | None, lanes: LaneChoice
+) -> Run:
     run = new_run(
         "bench",
         scope(list(found.problems)),
         code_hash("\n".join(f"{n} {p.source_hash}" for n, p in sorted(found.problems.items()))),
         options.device,
         options.seed,
+        lanes,
         strategy=FOLDER_STRATEGY,
         options={
+            **lanes.run_options(),
             "folder": str(found.root.resolve()),
             "layout": found.layout,
             "kernelbench": None if kernelbench is None else str(kernelbench.resolve()),
@@ -100,21 +103,23 @@ def judge_pending(
     options: EvalOptions,
     progress: Progress | None = None,
     on_verdict: OnVerdict | None = None,
-    lanes: Lanes | None = None,
+    lanes: LaneChoice | None = None,
 ) -> ExecutorStats | None:
     """Give every candidate of the run without a verdict one: from the cache, else from the executor's
-    lanes (one judge session per GPU, the tasks spread over them). Returns the executor's statistics."""
+    lanes (one judge session per GPU, the tasks spread over them; or a server's). Returns the executor's
+    statistics."""
+    lanes = lanes or Lanes()
     candidates = store.candidates(run.id)
     pending = [c for c in candidates if c.verdict is None]
     done = len(candidates) - len(pending)
     loaded: dict[str, Problem] = {}
-    name = device_name(options.device)
+    name, judge = lanes.device_name(options.device), lanes.judge_version()
     to_judge: list[tuple[CandidateRecord, Job, CacheKey]] = []
     if progress:  # the total first: verdicts read from the cache are counted against it
         progress("reading the store's cache", done, len(candidates))
     for candidate in sorted(pending, key=lambda c: c.meta["task"]):
         problem = _problem(candidate, loaded)
-        key = cache_key(problem, options, name)
+        key = cache_key(problem, options, name, judge)
         path = Path(candidate.path or "")
         if not path.is_file() or code_hash(path.read_text(errors="replace")) != candidate.code_hash:
             raise UsageError(f"{path} is gone or changed since this bench began; start a new bench")
@@ -137,7 +142,7 @@ def judge_pending(
         return None
     if progress:
         progress(f"judging {plural(len(to_judge), 'kernel')}", done, len(candidates))
-    with (lanes or Lanes()).make(options.device, options.in_flight) as executor:
+    with lanes.make(options.device, options.in_flight) as executor:
         futures = {executor.submit(job): (candidate, key) for candidate, job, key in to_judge}
         for future in as_completed(futures):
             candidate, key = futures[future]
@@ -161,11 +166,12 @@ def bench_folder(
     resume: str | None = None,
     progress: Progress | None = None,
     on_verdict: OnVerdict | None = None,
-    lanes: Lanes | None = None,
+    lanes: LaneChoice | None = None,
 ) -> BenchResult:
     """Judge every solution in `folder` (either layout; KernelBench's with its checkout `kernelbench`;
     or what `discover` found in it) into a new bench run of `store`, or go on with the bench run `resume`; on `lanes` (default: a local
-    session on each visible GPU)."""
+    session on each visible GPU), or those of a running server."""
+    lanes = lanes or Lanes()
     if resume is not None:
         run = store.run(resume)
         if run.kind != "bench" or run.strategy != FOLDER_STRATEGY:
@@ -176,8 +182,8 @@ def bench_folder(
             raise UsageError("give a folder of solutions, or --resume RUN")
         found = folder if isinstance(folder, SolutionFolder) else discover(folder, kernelbench)
         options = options or EvalOptions()
-        (lanes or Lanes()).check(options.device)
-        run = _new_run(store, found, options, None if kernelbench is None else Path(kernelbench))
+        lanes.check(options.device)
+        run = _new_run(store, found, options, None if kernelbench is None else Path(kernelbench), lanes)
         options = replace(options, seed=run.secret_seed)
         for submission in found.submissions:
             _add(store, run, submission, found.problems[submission.task])

@@ -22,12 +22,14 @@ from cudasmith.commands.options import (
     LevelOption,
     ModelsOption,
     ResumeOption,
+    ServerOption,
     StoreOption,
     StrategyOption,
     TasksOption,
     at_least_one,
     in_lanes,
 )
+from cudasmith.commands.remote import resumed_lanes, server_lanes
 from cudasmith.commands.store import existing_store, store_to_write
 from cudasmith.errors import UsageError
 
@@ -36,6 +38,12 @@ if TYPE_CHECKING:
     from cudasmith.bench.layout import SolutionFolder
     from cudasmith.search.config import SearchSettings
     from cudasmith.store import RunStore
+
+# Why a model's bench is not judged by a server (a UsageError's clause).
+MODEL_HERE = (
+    "--server judges a folder's kernels, not a model's (--model): a search screens each correct kernel "
+    "against its best so far before timing it in full, which a request to a server cannot ask"
+)
 
 
 def _bench_model(
@@ -80,17 +88,19 @@ def _check_cheaply(
     n: int | None,
     depth: int | None,
     resume: str | None,
-    judge: JudgeFlags,
+    judge: JudgeFlags | None,
 ) -> None:
-    """What bench can check before torch is imported: the judging flags, the counts, the models and
-    their keys, the built-in tasks named, that the folder is there."""
+    """What bench can check before torch is imported: the judging flags (None: a server's request, checked
+    as it was made), the counts, the models and their keys, the built-in tasks named, that the folder is
+    there."""
     from cudasmith.bench.tasks import check_tasks
     from cudasmith.llm import check_model, load_llm_config
 
     at_least_one(n=n, depth=depth)
     if resume is not None:
         return
-    judge.check()
+    if judge is not None:
+        judge.check()
     if folder is not None and not folder.is_dir():
         raise UsageError(f"solution folder not found: {folder}")
     if model:
@@ -129,6 +139,7 @@ def bench_command(
     resume: ResumeOption = None,
     as_json: JsonOption = False,
     store: StoreOption = None,
+    server: ServerOption = None,
     *,
     lane_flags: LaneFlags,
     judge: JudgeFlags,
@@ -141,7 +152,8 @@ def bench_command(
     (its eval_results.json is read when present) and which rule the others broke. Everything goes into
     the run store; --resume RUN goes on after a stop, and a kernel judged before (same code, task,
     device, judge and options) reuses its verdict. Every visible GPU judges (one session each; --gpus
-    to choose); --executor ray spreads the sessions over a Ray cluster.
+    to choose); --executor ray spreads the sessions over a Ray cluster; --server URL has a running `cudasmith
+    serve` judge a folder's kernels (a model's bench judges here: its searches screen kernels as they go).
 
     Examples: [bold]cudasmith bench runs/my_run --from KernelBench[/] ·
     [bold]cudasmith bench --model openai:gpt-5-mini --level level1 -n 4[/]
@@ -154,7 +166,10 @@ def bench_command(
         raise UsageError("give a folder of solutions or --model, not both")
     if folder is not None and (level is not None or task):
         raise UsageError("--level and --task choose tasks for --model; a folder's files name their tasks")
-    _check_cheaply(folder, model, level, task, from_dir, config, n, depth, resume, judge)
+    if server is not None and model:
+        raise UsageError(MODEL_HERE)
+    remote = None if server is None or resume is not None else server_lanes(server, judge, lane_flags)
+    _check_cheaply(folder, model, level, task, from_dir, config, n, depth, resume, None if remote else judge)
 
     from cudasmith.bench.folder import FOLDER_STRATEGY, bench_folder
     from cudasmith.harness.options import EvalOptions
@@ -168,11 +183,13 @@ def bench_command(
     from cudasmith.store.runs import load_run
     from cudasmith.wording import plural
 
-    lanes = lane_flags.lanes()
-    options = None if resume is not None else judge.options()
+    options = None if resume is not None else remote.options() if remote else judge.options()
     found = None if folder is None else _solution_folder(folder, from_dir, skip_unknown)
     with store_to_write(store) as where, existing_store(where) if resume else RunStore(where) as opened:
-        model_run = resume is not None and opened.run(resume).strategy != FOLDER_STRATEGY
+        resumed = None if resume is None else opened.run(resume)
+        model_run = resumed is not None and resumed.strategy != FOLDER_STRATEGY
+        if model_run and server is not None:
+            raise UsageError(MODEL_HERE)
         if model or model_run:
             search = load_optimize_config(
                 config, strategy=strategy or "one-shot", n=1 if n is None else n, depth=depth
@@ -180,13 +197,16 @@ def bench_command(
             settings = SearchSettings(
                 search=search,
                 judge=options or EvalOptions(),  # a resumed bench's own options win
-                lanes=lanes,
+                lanes=lane_flags.lanes(),
                 llm=load_llm_config(config, budget_usd=budget),
                 budget_usd=budget,
             )
             tasks = (level, task or [], from_dir)
             result = _bench_model(opened, tuple(model or ()), settings, tasks, resume)
         else:
+            lanes = remote or (
+                lane_flags.lanes() if resumed is None else resumed_lanes(resumed, server, lane_flags)
+            )
             with bench_progress() as (progress, on_verdict):
                 result = bench_folder(opened, found, from_dir, options, resume, progress, on_verdict, lanes)
         view = load_run(opened, result.run_id)

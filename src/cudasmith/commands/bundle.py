@@ -9,7 +9,17 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+try:  # Typer 0.2x parses with its own copy of Click; older ones with Click itself
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover
+    from click.core import ParameterSource  # type: ignore[assignment]
+    from click.globals import get_current_context  # type: ignore[no-redef]
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def bundled(command: Callable[..., Any], parameter: str, flags_class: type) -> Callable[..., Any]:
@@ -44,3 +54,20 @@ def bundled(command: Callable[..., Any], parameter: str, flags_class: type) -> C
     run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in parameters}
     return run
+
+
+def given(flags: DataclassInstance) -> list[str]:
+    """The flags of a bundle the command line set, as typed (`--time-limit`): within a command, every one
+    it names, a default spelt out included (`--rules strict` says strict, whatever another default is);
+    outside one, those whose value is not their default."""
+    context = get_current_context(silent=True)
+    named = []
+    for field in dataclasses.fields(flags):
+        source = context.get_parameter_source(field.name) if context is not None else None
+        if source is None:
+            set_here = getattr(flags, field.name) != field.default
+        else:
+            set_here = source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+        if set_here:
+            named.append("--" + field.name.replace("_", "-"))
+    return named

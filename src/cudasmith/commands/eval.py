@@ -19,7 +19,7 @@ from cudasmith.commands.common import (
     solution_files,
 )
 from cudasmith.commands.judging import JudgeFlags, judging
-from cudasmith.commands.options import FromOption, JsonOption, ProblemOption, TaskOption, value_option
+from cudasmith.commands.options import FromOption, JsonOption, ProblemOption, ServerOption, TaskOption
 from cudasmith.errors import CudasmithError
 
 if TYPE_CHECKING:
@@ -44,14 +44,7 @@ def eval_command(
     samples: Annotated[
         bool, typer.Option("--samples", help="Include raw timing samples in --json output.")
     ] = False,
-    server: Annotated[
-        str | None,
-        value_option(
-            "--server",
-            metavar="URL",
-            help="Have a running `cudasmith serve` judge them (its token in $CUDASMITH_TOKEN).",
-        ),
-    ] = None,
+    server: ServerOption = None,
     explain_defences: Annotated[
         bool,
         typer.Option(

@@ -6,14 +6,13 @@ place, in the help's "Judging" panel. A new judging flag is a field here and a l
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cudasmith.commands.bundle import bundled
+from cudasmith.commands.bundle import bundled, given
 from cudasmith.commands.common import command_device
 from cudasmith.commands.options import JUDGING, DeviceOption, value_option
 from cudasmith.errors import UsageError
@@ -169,12 +168,8 @@ class JudgeFlags:
     graph: GraphOption = False
 
     def given(self) -> list[str]:
-        """The flags set to something other than their default, as typed (`--time-limit`)."""
-        return [
-            "--" + field.name.replace("_", "-")
-            for field in dataclasses.fields(self)
-            if getattr(self, field.name) != field.default
-        ]
+        """The flags the command line set, as typed (`--time-limit`)."""
+        return given(self)
 
     def refuse_with_resume(self, also: list[str], what: str) -> None:
         """--resume goes on with the run's own task, options and device: a flag that would change them

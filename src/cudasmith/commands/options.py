@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cudasmith.commands.bundle import bundled
+from cudasmith.commands.bundle import bundled, given
 from cudasmith.commands.common import pick_problem, pick_problem_file
 from cudasmith.errors import UsageError
 
@@ -105,6 +105,16 @@ ResumeOption = Annotated[
         "--resume",
         metavar="RUN",
         help="Go on with a stopped or crashed run of the store (its id), with its own options and device.",
+    ),
+]
+ServerOption = Annotated[
+    str | None,
+    value_option(
+        "--server",
+        metavar="URL",
+        help="Have a running `cudasmith serve` judge them (its token in $CUDASMITH_TOKEN), under the judging "
+        "flags given; --device, --seed, --memory-limit, --require-isolation, --in-flight and the lane flags are "
+        "its own.",
     ),
 ]
 OutputOption = Annotated[Path | None, value_option("--output", "-o", metavar="FILE", help="Write it here.")]
@@ -285,6 +295,10 @@ class LaneFlags:
     gpus: GpusOption = None
     address: AddressOption = None
     build_workers: BuildWorkersOption = None
+
+    def given(self) -> list[str]:
+        """The flags the command line set, as typed (`--gpus`)."""
+        return given(self)
 
     def lanes(self) -> Lanes:
         """The lanes they choose (checked when a run starts)."""

@@ -1,13 +1,17 @@
 """Where candidates are judged: lanes of judge sessions (one per GPU) fed by a queue, with builds ahead
-on CPUs; in this process (`local`) or as Ray actors and tasks (`ray`). See base.py."""
+on CPUs; in this process (`local`) or as Ray actors and tasks (`ray`). See base.py. A running server's
+lanes (serve/lanes.py) are a `LaneChoice` too."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from cudasmith.errors import UsageError
 from cudasmith.exec.jobs import Job, ProblemRef
+from cudasmith.hardware import device_name
+from cudasmith.harness.version import harness_version
+from cudasmith.jsontypes import JsonDict
 from cudasmith.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -28,11 +32,37 @@ __all__ = [
     "Executor",
     "ExecutorStats",
     "Job",
+    "LaneChoice",
     "LaneStats",
     "Lanes",
     "ProblemRef",
     "make_executor",
 ]
+
+
+class LaneChoice(Protocol):
+    """Where a run's candidates are judged, and by which judge: lanes of this machine or of a Ray cluster
+    (`Lanes`), or those of a running server (serve.lanes.ServerLanes)."""
+
+    def check(self, device: str) -> None:
+        """Refuse a bad choice in one line, before a run is stored."""
+        ...
+
+    def make(self, device: str, in_flight: int | None = None) -> Executor:
+        """The executor that judges on them."""
+        ...
+
+    def device_name(self, device: str) -> str:
+        """What verdicts call the device they judge on."""
+        ...
+
+    def judge_version(self) -> str:
+        """The version of the judge they run (harness.version.harness_version)."""
+        ...
+
+    def run_options(self) -> JsonDict:
+        """What a run keeps of them, so that it resumes on the same ones."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -57,6 +87,18 @@ class Lanes:
         return make_executor(
             self.executor, device, self.gpus, self.address, self.build_workers, factory, in_flight
         )
+
+    def device_name(self, device: str) -> str:
+        """What verdicts call `device`, as this machine names it."""
+        return device_name(device)
+
+    def judge_version(self) -> str:
+        """This judge's version."""
+        return harness_version()
+
+    def run_options(self) -> JsonDict:
+        """Nothing: a resumed run may go on on other lanes of the same judge."""
+        return {}
 
 
 def check_executor(

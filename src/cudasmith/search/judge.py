@@ -18,7 +18,10 @@ from cudasmith.tasks.problem import Problem
 __all__ = ["Judge", "JudgeFactory", "JudgeSession", "cache_key"]
 
 
-def cache_key(problem: Problem | ProblemRef, options: EvalOptions, device_name: str) -> CacheKey:
-    """The key of this judge's verdicts on `problem` (loaded, or as it travels) in the store's evaluation
-    cache (code hash aside)."""
-    return CacheKey(problem.source_hash, device_name, harness_version(), judge_options_digest(options))
+def cache_key(
+    problem: Problem | ProblemRef, options: EvalOptions, device_name: str, judge_version: str | None = None
+) -> CacheKey:
+    """The key of a judge's verdicts on `problem` (loaded, or as it travels) in the store's evaluation cache
+    (code hash aside): this judge's, or that of `judge_version` (a server's)."""
+    judge = judge_version or harness_version()
+    return CacheKey(problem.source_hash, device_name, judge, judge_options_digest(options))

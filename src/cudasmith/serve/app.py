@@ -3,7 +3,7 @@ models.py (422 with the field and what is wrong), answers are JSON, and /docs is
 
     POST /v1/verdicts          one candidate or {"candidates": [...]}: their ids, once stored (202)
     GET  /v1/verdicts/{id}     its state, and once done its verdict and reward; ?wait=S waits up to S s
-    GET  /v1/health            up, with the device, executor and lanes
+    GET  /v1/health            up, with the device, judge, judging options, executor and lanes
     GET  /v1/metrics           queue depth, in flight, verdicts a minute, GPU busy
 
 Every error is `{"error": "one line"}` with its status: 401 no or wrong token, 403 not on this server,
@@ -88,7 +88,7 @@ def make_app(service: JudgeService, token: str | None) -> FastAPI:
 
     @router.get("/health", response_model=Health)
     def health() -> Health:
-        """The server is up: its version, device, executor and lanes."""
+        """The server is up: its version, device, judge and judging options, executor and lanes."""
         return Health(version=__version__, **service.health())
 
     @router.get("/metrics", response_model=Metrics)

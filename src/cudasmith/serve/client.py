@@ -84,10 +84,13 @@ class Submission:
         )
 
 
-def _candidate(code: str | Path) -> tuple[str, str | None]:
-    """A candidate's source and its file's name (None when given as text)."""
+def _candidate(code: str | Path, name: str | None = None) -> JsonDict:
+    """A candidate as a request carries it: its source, and what its verdict calls it (`name`, else its
+    file's name; the server's default when given as text)."""
     path = solution_file(code)
-    return (str(code), None) if path is None else (path.read_text(errors="replace"), path.name)
+    source = str(code) if path is None else path.read_text(errors="replace")
+    name = name or (None if path is None else path.name)
+    return {"source": source, **({"name": name} if name else {})}
 
 
 def _problem(problem: str | Path) -> str:
@@ -126,9 +129,11 @@ class Client:
         problem: str | Path | None = None,
         options: JsonDict | None = None,
         fresh: bool = False,
+        name: str | None = None,
     ) -> int:
-        """Queue one candidate for a built-in `task` (or a `problem` file or source); its id."""
-        return self.submit_many([code], task, problem, options, fresh)[0]
+        """Queue one candidate for a built-in `task` (or a `problem` file or source); its id. `name`: what
+        its verdict calls it (default: its file's name)."""
+        return self._submit([_candidate(code, name)], task, problem, options, fresh)[0]
 
     def submit_many(
         self,
@@ -140,15 +145,22 @@ class Client:
     ) -> list[int]:
         """Queue candidates of one task (MAX_BATCH to a request); their ids, in order. `options`: the
         judging options a request may set (seeds, timing, time_limit, rules, baselines, …)."""
+        return self._submit([_candidate(code) for code in codes], task, problem, options, fresh)
+
+    def _submit(
+        self,
+        candidates: list[JsonDict],
+        task: str | None,
+        problem: str | Path | None,
+        options: JsonDict | None,
+        fresh: bool,
+    ) -> list[int]:
         common: JsonDict = {"options": options or {}, "fresh": fresh}
         if task is not None:
             common["task"] = task
         if problem is not None:
             common["problem"] = _problem(problem)
-        batch = []
-        for code in codes:
-            source, name = _candidate(code)
-            batch.append({"source": source, **({"name": name} if name else {}), **common})
+        batch = [{**candidate, **common} for candidate in candidates]
         ids: list[int] = []
         for start in range(0, len(batch), MAX_BATCH):
             ids += self._post_waiting(VERDICTS, {"candidates": batch[start : start + MAX_BATCH]})["ids"]
@@ -180,9 +192,10 @@ class Client:
         problem: str | Path | None = None,
         options: JsonDict | None = None,
         fresh: bool = False,
+        name: str | None = None,
     ) -> Verdict:
         """Judge one candidate and return its verdict."""
-        return self.result(self.submit(code, task, problem, options, fresh))
+        return self.result(self.submit(code, task, problem, options, fresh, name))
 
     def judge_many(
         self,
@@ -198,7 +211,7 @@ class Client:
     # -- the server --------------------------------------------------------------------------------
 
     def health(self) -> JsonObject:
-        """The server's /v1/health: version, device, executor, lanes."""
+        """The server's /v1/health: version, device, judge, judging options, executor, lanes."""
         return dict(self._request("GET", HEALTH))
 
     def metrics(self) -> JsonObject:

@@ -40,6 +40,12 @@ class JudgingOptions(Strict):
     first_call_extra: float | None = Field(
         default=None, ge=0, description="Seconds added to the first call's limit (--first-call-extra)."
     )
+    config_time_limit: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds the check of one config may be estimated to take; a larger config is too large "
+        "for the device (--config-time-limit).",
+    )
     rules: Literal[RULES] | None = Field(default=None, description="strict or kernelbench (--rules).")  # type: ignore[valid-type]
     baselines: list[str] | None = Field(
         default=None,
@@ -58,6 +64,7 @@ class JudgingOptions(Strict):
             "call_timeout_s": self.time_limit,
             "load_timeout_s": self.load_time_limit,
             "first_call_extra_s": self.first_call_extra,
+            "config_time_limit_s": self.config_time_limit,
             "rules": self.rules,
             "l2_state": self.l2,
             "graph": self.graph,
@@ -123,11 +130,17 @@ class Served(BaseModel):
 
 
 class Health(BaseModel):
-    """The server is up: its version, device, executor and lanes."""
+    """The server is up: its version, device, judge, executor and lanes, and the judging options a request
+    overrides (what a client that keeps verdicts needs to key them as the server does)."""
 
     status: Literal["ok"] = "ok"
     version: str
     device: str
+    device_name: str = Field(description="The device as verdicts name it.")
+    judge: str = Field(description="The judge's version: a changed judge gives fresh verdicts.")
+    judging: dict[str, Any] = Field(
+        description="The server's judging options (its command line, else the protocol's), the secret seed aside."
+    )
     executor: str
     lanes: list[str]
     uptime_s: float

@@ -32,6 +32,7 @@ from cudasmith.exec.base import Executor
 from cudasmith.exec.jobs import Job
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import Verdict
+from cudasmith.harness.version import harness_version
 from cudasmith.jsontypes import JsonDict
 from cudasmith.report.export import reward
 from cudasmith.serve.models import CandidateIn, Metrics, Served
@@ -297,9 +298,12 @@ class JudgeService:
         )
 
     def health(self) -> JsonDict:
-        """What /v1/health says: the device, the executor and its lanes."""
+        """What /v1/health says: the device, the judge and its options, the executor and its lanes."""
         return {
             "device": self.settings.options.device,
+            "device_name": self.sessions.device_name,
+            "judge": harness_version(),
+            "judging": self.settings.options.stored(),
             "executor": self.executor.kind,
             "lanes": [backend.name for backend in self.executor.backends],
             "uptime_s": round(time.monotonic() - self.started, 3),

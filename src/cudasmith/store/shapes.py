@@ -134,6 +134,9 @@ class RunOptions(TypedDict, total=False):
     layout: str
     kernelbench: str | None
     unmatched: list[list[str]]
+    # A run judged by a running `cudasmith serve`: its URL, and the judging options its requests set.
+    server: str
+    request: JsonDict
     # A bench of a model: its tasks (its search per task is `search`) and the seed the user fixed.
     tasks: list[TaskEntry]
     judge_seed: int | None
