@@ -2,18 +2,23 @@
 (harness/workers/races/streams.py) is built from, for a few patterns of side-stream work, and the graph's
 reading of each. Run it where a new torch or driver is met, before trusting the race check there.
 
-    python benchmarks/stream_records.py [--raw]
+    python benchmarks/stream_records.py [--raw] [--hang-s 30]
+    CUDASMITH_CUDA_EVENT_RECORDS=once python benchmarks/stream_records.py   # the judge's switch of CUPTI's
+                                                                           # event records (recording.py)
 
 For each pattern the judge's own steps are taken as in a correctness call (workers/forward.py): its
 recording starts, its canary wait is issued on the caller's stream, the pattern runs, the end-of-forward
 marker is launched, and the recording stops. The table gives, per pattern, what the graph said and what it
 was expected to say; `--raw` adds every synchronisation and event record as Kineto gave it (kind, stream,
-correlation id, the recorded stream and correlation Kineto named, CUPTI's event id).
+correlation id, the recorded stream and correlation Kineto named, CUPTI's event id). A run that hangs
+prints every thread's Python stack after --hang-s and exits (on the H200 with torch 2.11, switching CUPTI's
+event records on around each recording hung here at the third recording).
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sys
 import time
 from collections.abc import Callable
@@ -96,12 +101,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--raw", action="store_true", help="print every synchronisation and event record")
     parser.add_argument("--calls", type=int, default=3, help="calls of each pattern (default 3)")
+    parser.add_argument("--hang-s", type=float, default=30.0, help="print the stacks and exit after this")
     args = parser.parse_args()
+    faulthandler.dump_traceback_later(args.hang_s, exit=True)
     console = output_console()
     if not torch.cuda.is_available():
         console.print("stream_records: needs a GPU (the records are CUPTI's)")
         return 2
-    console.print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    console.print(
+        f"torch {torch.__version__} on {torch.cuda.get_device_name()}; CUPTI's event records switched by the "
+        f"judge: {recording.SWITCH_EVENT_RECORDS or 'no'}"
+    )
     marker = ReturnMarker()
     side = torch.cuda.Stream()
     x = torch.randn(1 << 20, device="cuda")
@@ -164,6 +174,7 @@ def main() -> int:
                         f"  {op.kind:<18} stream {op.stream} corr {op.correlation} event {op.event} "
                         f"kineto ({op.recorded_on}, {op.recorded_at}) read ({got.recorded_on}, {got.recorded_at})"
                     )
+    faulthandler.cancel_dump_traceback_later()
     console.print(table)
     console.print(f"{wrong} pattern call(s) read otherwise than expected")
     return 1 if wrong else 0

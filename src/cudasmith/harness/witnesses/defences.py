@@ -179,7 +179,8 @@ DEFENCES = (
         "work on another stream the caller's stream does not wait for is a race however early it ended, and "
         "so is a self-wait; the end-of-forward marker is the second detector",
         "the legacy default stream's implicit synchronisation with blocking streams (named a race: wait "
-        "explicitly); records forged in the process",
+        "explicitly); records forged in the process; a torch whose profiler does not say which record a wait "
+        "waited for (2.11: only the marker, which misses side work that ended early)",
     ),
 )
 

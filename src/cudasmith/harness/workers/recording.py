@@ -85,11 +85,14 @@ def split_events(
 # finds them, and names from them the stream and call a wait's event was recorded in (races/streams.py); it
 # does not ask for them itself on every torch (2.11 did not), so the judge can switch the kind on around a
 # recording of its own and off after it. On the H200 with torch 2.11 that made the waits readable, but timed
-# evaluations then hung in their first correctness call, so it is off unless CUDASMITH_CUDA_EVENT_RECORDS=1
-# (read once, as the worker imports this module, before any solution): benchmarks/stream_records.py shows
-# what a torch gives the graph either way.
+# evaluations then hung in their first correctness call. So it is off unless CUDASMITH_CUDA_EVENT_RECORDS
+# says otherwise (read once, as the worker imports this module, before any solution): "1" switches the kind
+# on around each recording and off after it (what hung), "once" switches it on at the first recording and
+# leaves it on. benchmarks/stream_records.py shows what a torch gives the graph under each.
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
-SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS") == "1"
+SWITCH_EVENT_RECORDS = {"1": "per-recording", "once": "once"}.get(
+    os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", ""), ""
+)
 
 
 class _EventRecords:
@@ -100,6 +103,7 @@ class _EventRecords:
         self._enable: Any = None
         self._disable: Any = None
         self._bound = False
+        self._on = False  # switched on for good ("once")
 
     def _bind(self) -> None:
         self._bound = True
@@ -121,13 +125,17 @@ class _EventRecords:
             return
 
     def on(self) -> bool:
-        """Switch the records on; whether CUPTI took it."""
+        """Switch the records on (once only, where SWITCH_EVENT_RECORDS says so); whether CUPTI took it."""
         if not self._bound:
             self._bind()
+            if self._enable is not None and SWITCH_EVENT_RECORDS == "once":
+                self._on = self._enable(CUPTI_ACTIVITY_KIND_CUDA_EVENT) == 0
+        if SWITCH_EVENT_RECORDS == "once":
+            return self._on
         return self._enable is not None and self._enable(CUPTI_ACTIVITY_KIND_CUDA_EVENT) == 0
 
     def off(self) -> None:
-        if self._disable is not None:
+        if self._disable is not None and SWITCH_EVENT_RECORDS != "once":
             self._disable(CUPTI_ACTIVITY_KIND_CUDA_EVENT)
 
 
@@ -194,7 +202,7 @@ class Observation:
         autograd._prepare_profiler(config, activities)
         self._disable = autograd._disable_profiler  # the stop calls what the start saw
         autograd._enable_profiler(config, activities)
-        self._events = self.gpu and SWITCH_EVENT_RECORDS and _event_records.on()
+        self._events = self.gpu and bool(SWITCH_EVENT_RECORDS) and _event_records.on()
         seed = clock.fresh_seed()
         self._opening, self._closing = f"cudasmith-open-{seed:x}", f"cudasmith-close-{seed:x}"
         with clock.RecordFunctionFast(self._opening):
