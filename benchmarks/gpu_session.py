@@ -16,6 +16,8 @@ DIR/session.json) says, per step: its exit code, its seconds, and whether it ran
   throughput   benchmarks/throughput.py's no-build stream: a session against KernelBench's evaluator
   serve        benchmarks/serve_throughput.py on the no-build stream, with the exploit suite's statuses
   screening    benchmarks/optimize_gpu.py --screening (a search's screen against --confirm-all)
+  races        benchmarks/stream_records.py with the judge's switch of CUPTI's event records off, "once" and
+               around each recording (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py)
 
 A device call lasts at most 10 minutes, and the GPU tests take longer. With --detach the session starts in a
 process session of its own (setsid), which the machine lets run on after the call that started it returns,
@@ -164,6 +166,25 @@ def steps(
                 share + 90,
                 120.0,
             )
+        ],
+        "races": [
+            Step(
+                f"stream_records_{mode}",
+                [
+                    "env",
+                    f"CUDASMITH_CUDA_EVENT_RECORDS={value}",
+                    py,
+                    "benchmarks/stream_records.py",
+                    "--raw",
+                    "--calls",
+                    "2",
+                    "--hang-s",
+                    "45",
+                ],
+                60.0,
+                20.0,
+            )
+            for mode, value in (("off", ""), ("once", "once"), ("each", "1"))
         ],
         "screening": [
             Step(
