@@ -141,3 +141,13 @@ def test_a_self_wait_is_found_from_the_event_s_own_record() -> None:
     ops = [work(1, SIDE), record(2, SIDE, 4), event_wait(3, SIDE, 4)]
     reason = races(ops, CALLER, RETURNED)
     assert reason is not None and "waits on itself" in reason
+
+
+def test_the_graph_engages_only_where_a_wait_s_record_is_read() -> None:
+    # forward.py builds the graph only then; on torch 2.11 Kineto names no record (-1) for any wait.
+    from cudasmith.harness.workers.forward import waits_read
+
+    assert waits_read([event_wait(4, CALLER, 9, on=SIDE, recorded_at=3)])
+    assert not waits_read([event_wait(4, CALLER, 9)]), "Kineto named no record"
+    assert not waits_read([event_wait(4, CALLER, 9, on=SIDE, recorded_at=6)]), "a record after the wait"
+    assert waits_read([record(2, SIDE, 9), event_wait(4, CALLER, 9)]), "the trace's own record of the event"
