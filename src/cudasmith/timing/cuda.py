@@ -328,7 +328,6 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     queued = kit is not None
     reference_mhz = kit.max_clock_mhz if kit is not None else None
     discarded = 0
-    discarded_s = 0.0  # the samples not kept (timed out, throttled), and the recovery waits after them
     taken: list[_Sample] = []
     kept: list[bool] = []
     records_s = 0.0
@@ -365,7 +364,6 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
             keep = _judge_sample(sample, kit, queued, reference_mhz)
             if sample.timed_out:
                 queued = False
-                discarded_s += sample.event_ms / 1e3 + sample.host_ms / 1e3  # the blocker's wait in it
                 warnings.append(
                     "the call waits for the GPU (it synchronises, or issues more launches than the queue "
                     "holds): timed unqueued, so launch gaps count"
@@ -373,7 +371,6 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
             elif keep == "throttled":
                 assert kit is not None
                 discarded += 1
-                discarded_s += sample.event_ms / 1e3 + sample.host_ms / 1e3 + THROTTLE_RECOVERY_S
                 if discarded >= MAX_THROTTLE_DISCARDS:
                     kit.check_throttle = False
                     warnings.append(f"the GPU stayed throttled: {discarded} samples discarded, then kept")
@@ -424,7 +421,10 @@ def measure_cuda(run: Callable[[int], Any], n_sets: int, plan: TimingPlan, hooks
     # preparation, and the samples not kept (a call that waited for the GPU behind the blocker until its
     # timeout, a throttled one) with the waits after them.
     phases["prepare"] = sum(sample.prepare_ms for sample in taken) / 1e3
-    phases["discarded"] = discarded_s
+    not_kept = (sample for sample, keep in zip(taken, kept, strict=True) if not keep)
+    phases["discarded"] = (
+        sum(s.event_ms + s.host_ms for s in not_kept) / 1e3 + discarded * THROTTLE_RECOVERY_S
+    )
     return Measurement(
         samples_ms=samples_ms,
         method=method + unqueued,
