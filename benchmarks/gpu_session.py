@@ -64,6 +64,33 @@ TEST_ORDER = (
 )
 
 
+# The races step's runs of stream_records.py: the judge's switch of CUPTI's event records off, around each
+# recording, once, and around each recording with Kineto's teardown of CUPTI forced on (what hung on the
+# H200: the switch now keeps CUPTI attached, TEARDOWN_CUPTI=0). The steps after it take the first of
+# "each" and "once" that read every pattern as expected without hanging (--event-records auto).
+RACE_MODES = (
+    ("off", ["CUDASMITH_CUDA_EVENT_RECORDS="]),
+    ("each", ["CUDASMITH_CUDA_EVENT_RECORDS=1"]),
+    ("once", ["CUDASMITH_CUDA_EVENT_RECORDS=once"]),
+    ("each_teardown", ["CUDASMITH_CUDA_EVENT_RECORDS=1", "TEARDOWN_CUPTI=1"]),
+)
+SWITCH_OF_MODE = {"each": "1", "once": "once"}
+
+
+def chosen_switch(outcomes: list[Outcome]) -> str | None:
+    """The switch of CUPTI's event records that the races step found working ("1", "once", or "" for none),
+    or None where it did not run."""
+    ran = {
+        o.name.removeprefix("stream_records_"): o for o in outcomes if o.name.startswith("stream_records_")
+    }
+    if not ran:
+        return None
+    for mode, switch in SWITCH_OF_MODE.items():
+        if mode in ran and ran[mode].rc == 0:
+            return switch
+    return ""
+
+
 @dataclass
 class Step:
     name: str
@@ -172,19 +199,19 @@ def steps(
                 f"stream_records_{mode}",
                 [
                     "env",
-                    f"CUDASMITH_CUDA_EVENT_RECORDS={value}",
+                    *assignments,
                     py,
                     "benchmarks/stream_records.py",
                     "--raw",
                     "--calls",
                     "2",
                     "--hang-s",
-                    "45",
+                    "40",
                 ],
-                60.0,
+                55.0,
                 20.0,
             )
-            for mode, value in (("off", ""), ("once", "once"), ("each", "1"))
+            for mode, assignments in RACE_MODES
         ],
         "screening": [
             Step(
@@ -301,6 +328,9 @@ def main() -> int:
     parser.add_argument(
         "--tests", type=Path, help="a file of test node ids, one a line: only those (re-runs)"
     )
+    parser.add_argument("--event-records", choices=("auto", "off", "1", "once"), default="auto",
+                        help="CUDASMITH_CUDA_EVENT_RECORDS for the steps after the races step: auto takes what "
+                        "that step found working (default); without it, the environment's")  # fmt: skip
     args = parser.parse_args()
     if args.collect is not None:
         return collect(args.collect, args.out, args.wait_s)
@@ -324,6 +354,8 @@ def main() -> int:
         filter(None, [str(ROOT / "src"), str(ROOT / "benchmarks"), env.get("PYTHONPATH")])
     )
     print(f"wheels: {install_wheels(args.wheels, env)}", flush=True)
+    if args.event_records != "auto":
+        env["CUDASMITH_CUDA_EVENT_RECORDS"] = "" if args.event_records == "off" else args.event_records
     outcomes: list[Outcome] = []
     for step in (step for name in chosen for step in by_name[name]):
         left = deadline - time.monotonic()
@@ -334,10 +366,16 @@ def main() -> int:
             print(f"== {step.name}: skipped ({outcomes[-1].skipped})", flush=True)
             continue
         outcomes.append(run_step(step, min(step.cap_s, left), args.out, env))
-    print(f"\n{'step':<16} {'rc':>4} {'wall s':>8}  note")
+        if step.name.startswith("stream_records_") and args.event_records == "auto":
+            env["CUDASMITH_CUDA_EVENT_RECORDS"] = chosen_switch(outcomes) or ""
+            print(f"== the steps after this run with CUDASMITH_CUDA_EVENT_RECORDS="
+                  f"{env['CUDASMITH_CUDA_EVENT_RECORDS'] or '(off)'}", flush=True)  # fmt: skip
+    print(f"\nCUDASMITH_CUDA_EVENT_RECORDS at the end: {env.get('CUDASMITH_CUDA_EVENT_RECORDS') or '(off)'}")
+    width = max([len("step"), *(len(o.name) for o in outcomes)])
+    print(f"\n{'step':<{width}} {'rc':>4} {'wall s':>8}  note")
     for o in outcomes:
         note = o.skipped or ("ran out of time (killed)" if o.timed_out else "")
-        print(f"{o.name:<16} {'-' if o.rc is None else o.rc:>4} {o.wall_s:>8.1f}  {note}")
+        print(f"{o.name:<{width}} {'-' if o.rc is None else o.rc:>4} {o.wall_s:>8.1f}  {note}")
     (args.out / "session.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
     return 0 if all(o.rc == 0 for o in outcomes) else 1
 

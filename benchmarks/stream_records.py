@@ -12,13 +12,16 @@ marker is launched, and the recording stops. The table gives, per pattern, what 
 was expected to say; `--raw` adds every synchronisation and event record as Kineto gave it (kind, stream,
 correlation id, the recorded stream and correlation Kineto named, CUPTI's event id). A run that hangs
 prints every thread's Python stack after --hang-s and exits (on the H200 with torch 2.11, switching CUPTI's
-event records on around each recording hung here at the third recording).
+event records on around each recording hung here at the third recording). Last, it prints what a launch
+costs the host before the first recording and after the last: a CUPTI left attached between recordings
+(TEARDOWN_CUPTI=0, which the judge's switch sets) would show there, in every timed call that follows.
 """
 
 from __future__ import annotations
 
 import argparse
 import faulthandler
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -97,6 +100,21 @@ PATTERNS: list[tuple[str, Callable[[torch.Tensor, torch.cuda.Stream], torch.Tens
 ]
 
 
+def launch_us(x: torch.Tensor, launches: int = 2000) -> float:
+    """The host's microseconds per launch of a one-element kernel and a CUDA event's record, the median of
+    five rounds (the timing loop's own steps: a launch, an event)."""
+    rounds = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        begin = time.perf_counter()
+        for _ in range(launches):
+            x.add_(1.0)
+            torch.cuda.Event(enable_timing=True).record()
+        torch.cuda.synchronize()
+        rounds.append((time.perf_counter() - begin) / launches * 1e6)
+    return sorted(rounds)[2]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--raw", action="store_true", help="print every synchronisation and event record")
@@ -110,8 +128,11 @@ def main() -> int:
         return 2
     console.print(
         f"torch {torch.__version__} on {torch.cuda.get_device_name()}; CUPTI's event records switched by the "
-        f"judge: {recording.SWITCH_EVENT_RECORDS or 'no'}"
+        f"judge: {recording.SWITCH_EVENT_RECORDS or 'no'}; TEARDOWN_CUPTI={os.environ.get('TEARDOWN_CUPTI', '(unset)')}"
     )
+    one = torch.zeros(1, device="cuda")
+    launch_us(one, 200)  # the first launches pay the module's loading
+    before_us = launch_us(one)
     marker = ReturnMarker()
     side = torch.cuda.Stream()
     x = torch.randn(1 << 20, device="cuda")
@@ -174,9 +195,14 @@ def main() -> int:
                         f"  {op.kind:<18} stream {op.stream} corr {op.correlation} event {op.event} "
                         f"kineto ({op.recorded_on}, {op.recorded_at}) read ({got.recorded_on}, {got.recorded_at})"
                     )
+    after_us = launch_us(one)
     faulthandler.cancel_dump_traceback_later()
     console.print(table)
     console.print(f"{wrong} pattern call(s) read otherwise than expected")
+    console.print(
+        f"host cost of a launch and an event record: {before_us:.2f} us before the first recording, "
+        f"{after_us:.2f} us after the last ({after_us / before_us - 1:+.1%})"
+    )
     return 1 if wrong else 0
 
 

@@ -151,3 +151,31 @@ def test_the_graph_engages_only_where_a_wait_s_record_is_read() -> None:
     assert not waits_read([event_wait(4, CALLER, 9)]), "Kineto named no record"
     assert not waits_read([event_wait(4, CALLER, 9, on=SIDE, recorded_at=6)]), "a record after the wait"
     assert waits_read([record(2, SIDE, 9), event_wait(4, CALLER, 9)]), "the trace's own record of the event"
+
+
+def test_the_switch_of_event_records_keeps_cupti_attached_unless_the_environment_says() -> None:
+    # Kineto's teardown of CUPTI after a recording met the judge's own CUPTI calls half done on the H200;
+    # a worker that switches the records keeps CUPTI attached, and one that does not leaves Kineto alone.
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os; from cudasmith.harness.workers import recording; "
+        "print(recording.SWITCH_EVENT_RECORDS or 'off', os.environ.get('TEARDOWN_CUPTI'))"
+    )
+
+    def worker(**env: str) -> str:
+        base = {
+            k: v for k, v in os.environ.items() if k not in ("CUDASMITH_CUDA_EVENT_RECORDS", "TEARDOWN_CUPTI")
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=base | env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1") == "per-recording 0"
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="once") == "once 0"
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="1") == "per-recording 1"
+    assert worker() == "off None"

@@ -85,14 +85,22 @@ def split_events(
 # finds them, and names from them the stream and call a wait's event was recorded in (races/streams.py); it
 # does not ask for them itself on every torch (2.11 did not), so the judge can switch the kind on around a
 # recording of its own and off after it. On the H200 with torch 2.11 that made the waits readable, but timed
-# evaluations then hung in their first correctness call. So it is off unless CUDASMITH_CUDA_EVENT_RECORDS
-# says otherwise (read once, as the worker imports this module, before any solution): "1" switches the kind
-# on around each recording and off after it (what hung), "once" switches it on at the first recording and
-# leaves it on. benchmarks/stream_records.py shows what a torch gives the graph under each.
+# evaluations then hung in their first correctness call, and benchmarks/stream_records.py at its third
+# recording. The likely cause: Kineto tears CUPTI down after each recording (cuptiFinalize, run from the
+# next CUDA call's callback on a thread of its own; its TEARDOWN_CUPTI, on by default from CUDA 12.6), and a
+# CUPTI call of the judge's own met that teardown half done. Where the switch is on, a worker therefore
+# keeps CUPTI attached between recordings (TEARDOWN_CUPTI=0, unless the environment already says), and
+# switches the kind off before Kineto stops. It is off unless CUDASMITH_CUDA_EVENT_RECORDS says otherwise
+# (read once, as the worker imports this module, before any solution): "1" switches the kind on around each
+# recording, "once" at the first recording and leaves it on. benchmarks/stream_records.py shows what a
+# torch gives the graph under each, and what CUPTI left attached costs a launch.
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
 SWITCH_EVENT_RECORDS = {"1": "per-recording", "once": "once"}.get(
     os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", ""), ""
 )
+if SWITCH_EVENT_RECORDS:
+    # Kineto reads it when a recording ends, so setting it here, before any recording, is in time.
+    os.environ.setdefault("TEARDOWN_CUPTI", "0")
 
 
 class _EventRecords:
@@ -215,9 +223,10 @@ class Observation:
             pass
         if self.gpu:
             clock.cuda_synchronize()
-        results = self._disable()
         if self._events:
+            # Before Kineto stops: its stop flushes what CUPTI holds, the records of the window among them.
             _event_records.off()
+        results = self._disable()
         events = list(result_events(results)) if results is not None else []
         cpu, gpu, syncs = split_events(events, clock.CUDA_DEVICE_TYPE)
         seen = {event.name for event in cpu}
