@@ -16,8 +16,9 @@ DIR/session.json) says, per step: its exit code, its seconds, and whether it ran
   throughput   benchmarks/throughput.py's no-build stream: a session against KernelBench's evaluator
   serve        benchmarks/serve_throughput.py on the no-build stream, with the exploit suite's statuses
   screening    benchmarks/optimize_gpu.py --screening (a search's screen against --confirm-all)
-  races        benchmarks/stream_records.py with the judge's switch of CUPTI's event records off, "once" and
-               around each recording (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py)
+  races        benchmarks/stream_records.py with the judge's switch of CUPTI's event records off, then on
+               (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py); the steps after it run with
+               the switch on where it read every pattern without hanging (--event-records)
 
 A device call lasts at most 10 minutes, and the GPU tests take longer. With --detach the session starts in a
 process session of its own (setsid), which the machine lets run on after the call that started it returns,
@@ -25,9 +26,11 @@ until the machine goes back; each later call (made within the machine's idle rel
 waits for the session to end or for --wait-s, copies what it has written so far into --out, and prints the
 tail of its log. The tests still run in one pytest process.
 
-Wheels the machine lacks may be carried in .whl/ (git-ignored): they are installed first into a folder
-put on PYTHONPATH, never into the machine's site-packages. A KernelBench checkout in .kernelbench serves
-the throughput step.
+Wheels the machine lacks may be carried in .whl/ (git-ignored; scripts/serve_wheels.sh makes the server's):
+they are installed first into a folder put on PYTHONPATH, never into the machine's site-packages. A
+KernelBench checkout in .kernelbench serves the throughput step. A detached session reads both where its
+later steps run, after the call that started it: name them in every call's carry, not only the first (on
+the H100, a throughput step collected by a call that carried nothing found .kernelbench gone).
 """
 
 from __future__ import annotations
@@ -64,31 +67,25 @@ TEST_ORDER = (
 )
 
 
-# The races step's runs of stream_records.py: the judge's switch of CUPTI's event records off, around each
-# recording, once, and around each recording with Kineto's teardown of CUPTI forced on (what hung on the
-# H200: the switch now keeps CUPTI attached, TEARDOWN_CUPTI=0). The steps after it take the first of
-# "each" and "once" that read every pattern as expected without hanging (--event-records auto).
+# The races step's runs of stream_records.py: the judge's switch of CUPTI's event records off, and on around
+# each recording (with Kineto's teardown of CUPTI after each, which the switch sets: left attached, it hung
+# on the H200 and the H100). With --event-records auto, the steps after it run with the switch on where
+# that run read every pattern as expected without hanging, and off otherwise.
 RACE_MODES = (
     ("off", ["CUDASMITH_CUDA_EVENT_RECORDS="]),
     ("each", ["CUDASMITH_CUDA_EVENT_RECORDS=1"]),
-    ("once", ["CUDASMITH_CUDA_EVENT_RECORDS=once"]),
-    ("each_teardown", ["CUDASMITH_CUDA_EVENT_RECORDS=1", "TEARDOWN_CUPTI=1"]),
 )
-SWITCH_OF_MODE = {"each": "1", "once": "once"}
 
 
 def chosen_switch(outcomes: list[Outcome]) -> str | None:
-    """The switch of CUPTI's event records that the races step found working ("1", "once", or "" for none),
-    or None where it did not run."""
+    """CUDASMITH_CUDA_EVENT_RECORDS as the races step found it working ("1", or "" for off), or None where
+    the switch's run did not happen."""
     ran = {
         o.name.removeprefix("stream_records_"): o for o in outcomes if o.name.startswith("stream_records_")
     }
-    if not ran:
+    if "each" not in ran:
         return None
-    for mode, switch in SWITCH_OF_MODE.items():
-        if mode in ran and ran[mode].rc == 0:
-            return switch
-    return ""
+    return "1" if ran["each"].rc == 0 else ""
 
 
 @dataclass
@@ -328,7 +325,7 @@ def main() -> int:
     parser.add_argument(
         "--tests", type=Path, help="a file of test node ids, one a line: only those (re-runs)"
     )
-    parser.add_argument("--event-records", choices=("auto", "off", "1", "once"), default="auto",
+    parser.add_argument("--event-records", choices=("auto", "off", "1"), default="auto",
                         help="CUDASMITH_CUDA_EVENT_RECORDS for the steps after the races step: auto takes what "
                         "that step found working (default); without it, the environment's")  # fmt: skip
     args = parser.parse_args()
@@ -367,9 +364,11 @@ def main() -> int:
             continue
         outcomes.append(run_step(step, min(step.cap_s, left), args.out, env))
         if step.name.startswith("stream_records_") and args.event_records == "auto":
-            env["CUDASMITH_CUDA_EVENT_RECORDS"] = chosen_switch(outcomes) or ""
+            switch = chosen_switch(outcomes)
+            if switch is not None:
+                env["CUDASMITH_CUDA_EVENT_RECORDS"] = switch
             print(f"== the steps after this run with CUDASMITH_CUDA_EVENT_RECORDS="
-                  f"{env['CUDASMITH_CUDA_EVENT_RECORDS'] or '(off)'}", flush=True)  # fmt: skip
+                  f"{env.get('CUDASMITH_CUDA_EVENT_RECORDS') or '(off)'}", flush=True)  # fmt: skip
     print(f"\nCUDASMITH_CUDA_EVENT_RECORDS at the end: {env.get('CUDASMITH_CUDA_EVENT_RECORDS') or '(off)'}")
     width = max([len("step"), *(len(o.name) for o in outcomes)])
     print(f"\n{'step':<{width}} {'rc':>4} {'wall s':>8}  note")

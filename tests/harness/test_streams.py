@@ -153,16 +153,17 @@ def test_the_graph_engages_only_where_a_wait_s_record_is_read() -> None:
     assert waits_read([record(2, SIDE, 9), event_wait(4, CALLER, 9)]), "the trace's own record of the event"
 
 
-def test_the_switch_of_event_records_keeps_cupti_attached_unless_the_environment_says() -> None:
-    # Kineto's teardown of CUPTI after a recording met the judge's own CUPTI calls half done on the H200;
-    # a worker that switches the records keeps CUPTI attached, and one that does not leaves Kineto alone.
+def test_the_switch_of_event_records_has_kineto_tear_cupti_down_unless_the_environment_says() -> None:
+    # With CUPTI left attached between recordings, the judge's own cuEventRecord hung under the switch on the
+    # H200 and the H100; a worker that switches the records has Kineto tear CUPTI down after each recording,
+    # and one that does not leaves Kineto alone.
     import os
     import subprocess
     import sys
 
     code = (
         "import os; from cudasmith.harness.workers import recording; "
-        "print(recording.SWITCH_EVENT_RECORDS or 'off', os.environ.get('TEARDOWN_CUPTI'))"
+        "print(recording.SWITCH_EVENT_RECORDS, os.environ.get('TEARDOWN_CUPTI'))"
     )
 
     def worker(**env: str) -> str:
@@ -175,7 +176,7 @@ def test_the_switch_of_event_records_keeps_cupti_attached_unless_the_environment
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.strip()
 
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1") == "per-recording 0"
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="once") == "once 0"
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="1") == "per-recording 1"
-    assert worker() == "off None"
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1") == "True 1"
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="0") == "True 0"
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="once") == "False None"  # no longer a switch
+    assert worker() == "False None"

@@ -6,6 +6,7 @@ here, in a run of this machine's store keyed as the server keys it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -124,3 +125,19 @@ def test_bench_with_server_gives_the_verdicts_of_a_bench_here(server: Server, tm
         assert tasks == {"kernelbench/level1/19_ReLU", "kernelbench/level1/2_Add"}, "named as here"
     executor: dict[str, Any] = there["executor"]  # type: ignore[assignment]
     assert executor["kind"] == "server" and executor["lanes"][0]["judged"] == len(KERNELS)
+
+
+def test_a_server_whose_fastapi_cannot_import_names_what_is_missing(tmp_path: Path) -> None:
+    # The GPU machine had FastAPI but not a package it needs (opentelemetry-api): "needs FastAPI" alone sent
+    # the user to what was already there.
+    shadow = tmp_path / "shadow" / "fastapi"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("import cudasmith_test_missing_dependency\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow.parent)}
+    done = subprocess.run(
+        [sys.executable, "-m", "cudasmith", "serve", "--device", "cpu", "--store", str(tmp_path / "s.db")],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "cudasmith_test_missing_dependency" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -113,9 +113,11 @@ def serve_command(
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
-    except ImportError:
+    except ImportError as missing:
+        # What is missing, by name: on a machine with FastAPI but not a package FastAPI needs, "needs FastAPI"
+        # alone sends the user to what is already there.
         raise UsageError(
-            "cudasmith serve needs FastAPI and uvicorn: pip install 'cudasmith[serve]'"
+            f"cudasmith serve needs FastAPI and uvicorn ({missing}): pip install 'cudasmith[serve]'"
         ) from None
     from cudasmith.serve.server import run_server
     from cudasmith.serve.service import JudgeService, ServeSettings

@@ -84,23 +84,20 @@ def split_events(
 # CUPTI's activity kind of a CUDA event's record (cupti_activity.h). Kineto reads these records where it
 # finds them, and names from them the stream and call a wait's event was recorded in (races/streams.py); it
 # does not ask for them itself on every torch (2.11 did not), so the judge can switch the kind on around a
-# recording of its own and off after it. On the H200 with torch 2.11 that made the waits readable, but timed
-# evaluations then hung in their first correctness call, and benchmarks/stream_records.py at its third
-# recording. The likely cause: Kineto tears CUPTI down after each recording (cuptiFinalize, run from the
-# next CUDA call's callback on a thread of its own; its TEARDOWN_CUPTI, on by default from CUDA 12.6), and a
-# CUPTI call of the judge's own met that teardown half done. Where the switch is on, a worker therefore
-# keeps CUPTI attached between recordings (TEARDOWN_CUPTI=0, unless the environment already says), and
-# switches the kind off before Kineto stops. It is off unless CUDASMITH_CUDA_EVENT_RECORDS says otherwise
-# (read once, as the worker imports this module, before any solution): "1" switches the kind on around each
-# recording, "once" at the first recording and leaves it on. benchmarks/stream_records.py shows what a
-# torch gives the graph under each, and what CUPTI left attached costs a launch.
+# recording of its own and off before Kineto stops. Where CUPTI stays attached between recordings (Kineto's
+# default on torch 2.11: it tears CUPTI down only under TEARDOWN_CUPTI=1), the judge's own cuEventRecord hung
+# at the third recording on the H200 and the H100 (benchmarks/stream_records.py; timed evaluations hung in
+# their first correctness call). With the teardown on, the same run read every pattern as expected and did
+# not hang, and a launch cost the host what it cost before any recording (it cost 46 % more after them with
+# CUPTI left attached). So where the switch is on, a worker has Kineto tear CUPTI down after each recording
+# (TEARDOWN_CUPTI=1, unless the environment already says). The switch is off unless
+# CUDASMITH_CUDA_EVENT_RECORDS=1 (read once, as the worker imports this module, before any solution): the
+# judge has not yet run its GPU tests under it.
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
-SWITCH_EVENT_RECORDS = {"1": "per-recording", "once": "once"}.get(
-    os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", ""), ""
-)
+SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", "") == "1"
 if SWITCH_EVENT_RECORDS:
     # Kineto reads it when a recording ends, so setting it here, before any recording, is in time.
-    os.environ.setdefault("TEARDOWN_CUPTI", "0")
+    os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 
 class _EventRecords:
@@ -111,7 +108,6 @@ class _EventRecords:
         self._enable: Any = None
         self._disable: Any = None
         self._bound = False
-        self._on = False  # switched on for good ("once")
 
     def _bind(self) -> None:
         self._bound = True
@@ -133,17 +129,13 @@ class _EventRecords:
             return
 
     def on(self) -> bool:
-        """Switch the records on (once only, where SWITCH_EVENT_RECORDS says so); whether CUPTI took it."""
+        """Switch the records on; whether CUPTI took it."""
         if not self._bound:
             self._bind()
-            if self._enable is not None and SWITCH_EVENT_RECORDS == "once":
-                self._on = self._enable(CUPTI_ACTIVITY_KIND_CUDA_EVENT) == 0
-        if SWITCH_EVENT_RECORDS == "once":
-            return self._on
         return self._enable is not None and self._enable(CUPTI_ACTIVITY_KIND_CUDA_EVENT) == 0
 
     def off(self) -> None:
-        if self._disable is not None and SWITCH_EVENT_RECORDS != "once":
+        if self._disable is not None:
             self._disable(CUPTI_ACTIVITY_KIND_CUDA_EVENT)
 
 
@@ -210,7 +202,7 @@ class Observation:
         autograd._prepare_profiler(config, activities)
         self._disable = autograd._disable_profiler  # the stop calls what the start saw
         autograd._enable_profiler(config, activities)
-        self._events = self.gpu and bool(SWITCH_EVENT_RECORDS) and _event_records.on()
+        self._events = self.gpu and SWITCH_EVENT_RECORDS and _event_records.on()
         seed = clock.fresh_seed()
         self._opening, self._closing = f"cudasmith-open-{seed:x}", f"cudasmith-close-{seed:x}"
         with clock.RecordFunctionFast(self._opening):
