@@ -81,6 +81,11 @@ def test_a_reply_of_the_wrong_shape_is_refused_never_taken_on_trust() -> None:
     assert read_reply(Run, {**good, "perturb": 12345}).perturb == 12345  # a fresh perturbation, said back
     with pytest.raises(MalformedMessage):
         read_reply(Run, {**good, "perturb": "12345"})
+    # side work only the marker checked (a caveat the verdict notes), said as a boolean and nothing else
+    assert read_reply(Run, {**good, "side_streams_unread": True}).side_streams_unread
+    assert not read_reply(Run, good).side_streams_unread
+    with pytest.raises(MalformedMessage):
+        read_reply(Run, {**good, "side_streams_unread": "yes"})
 
 
 def test_a_failure_is_its_own_reply_and_a_status_that_is_none_is_a_rejection() -> None:

@@ -48,6 +48,15 @@ UNCHECKABLE = (
 BUILD_NOTE_S = 1.0
 
 
+# Said once in a verdict whose calls ran work on a stream beside the caller's where the profiler's records did
+# not name what each wait waited for (harness/workers/forward.py): the race check was the marker's alone.
+SIDE_STREAMS_UNREAD = (
+    "work ran on a stream beside the caller's, and this torch's profiler did not say what each wait waited "
+    "for: only the end-of-forward marker checked it, which misses side work that ended early without a wait "
+    "(CUDASMITH_CUDA_EVENT_RECORDS=1 has the judge read the waits; eval --explain-defences)"
+)
+
+
 def config_bytes(described: ConfigDescription) -> float:
     """Inputs plus outputs of a described config (unknown ones count as large)."""
     if described.input_bytes is None:
@@ -302,6 +311,8 @@ def check_candidate(
             return False
         for op, count in reply.torch_ops.items():
             verdict.torch_ops[op] = max(count, verdict.torch_ops.get(op, 0))
+        if reply.side_streams_unread:
+            verdict.note(SIDE_STREAMS_UNREAD)
         if step.fresh:
             if reply.perturb is None:
                 reason = f"{name}: the worker did not say how it perturbed the inputs"

@@ -78,6 +78,10 @@ class Ran:
     perturb: int | None = None
     # None when the worker's defences were off (a rejection while the parent's are on).
     evidence: Evidence | None = None
+    # Work ran on a stream other than the caller's, and the records did not say what each wait waited for:
+    # the end-of-forward marker alone checked it (a note in the verdict; the worker's claim, so it can only
+    # add a caveat, never remove a check).
+    side_streams_unread: bool = False
 
 
 @dataclass(frozen=True)

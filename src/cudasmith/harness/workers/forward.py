@@ -100,6 +100,15 @@ def _race(work: list[Activity], syncs: list[StreamOp], marker: Activity | None) 
     return races([*issued, *syncs], marker.stream, marker.correlation)
 
 
+def side_streams_unread(work: list[Activity], syncs: list[StreamOp], marker: Activity | None) -> bool:
+    """Whether work ran on a stream other than the caller's (the marker's) while the records did not name
+    what the call's waits waited for: then only the end-of-forward marker checked that work, and side work
+    that ended early without a wait would pass it."""
+    if marker is None or waits_read(syncs):
+        return False
+    return any(activity.stream != marker.stream for activity in work)
+
+
 class CandidateCalls:
     """The calls of one candidate's worker: its models per config and what each call does around them."""
 
@@ -278,6 +287,7 @@ class CandidateCalls:
             kernels.total_ns,
             perturbation,
             guard.evidence(True, checks_before),
+            side_streams_unread(gpu_work, syncs, marker),
         )
 
     def probe_races(self) -> bool:
