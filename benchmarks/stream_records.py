@@ -31,7 +31,7 @@ import torch
 from rich.table import Table
 
 from cudasmith.harness.workers import recording
-from cudasmith.harness.workers.forward import _race
+from cudasmith.harness.workers.forward import _race, waits_read
 from cudasmith.harness.workers.races.returned import ReturnMarker, unsynchronised
 from cudasmith.harness.workers.races.streams import resolve
 from cudasmith.harness.workers.recording import Observation
@@ -153,7 +153,7 @@ def main() -> int:
             torch.cuda.synchronize()
             _, work, _, syncs = observation.stop()
             rest, returned = marker.split(work)
-            graph = _race(rest, syncs, returned)
+            graph = _race(rest, syncs, returned, waits_read(syncs))
             late = unsynchronised(rest, returned)
             resolved = resolve(syncs)
             read = sum(1 for op in resolved if op.kind != "cudaEvent" and op.recorded_at >= 0)

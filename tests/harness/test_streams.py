@@ -156,18 +156,19 @@ def test_the_graph_engages_only_where_a_wait_s_record_is_read() -> None:
 def test_side_work_the_records_cannot_order_is_said_to_have_had_only_the_marker() -> None:
     # The verdict then carries a note (correctness.SIDE_STREAMS_UNREAD): on torch 2.11 with the switch off,
     # a side stream that ended early without a wait passes the marker, and the user should know it.
-    from cudasmith.harness.workers.forward import side_streams_unread
+    from cudasmith.harness.workers.forward import side_streams_unread, waits_read
     from cudasmith.timing.activity import Activity
 
     def ran(stream: int, correlation: int) -> Activity:
         return Activity("k", 10, 20, "kernel", stream, correlation)
 
     marker = ran(CALLER, RETURNED)
-    unread, read = [event_wait(4, CALLER, 9)], [event_wait(4, CALLER, 9, on=SIDE, recorded_at=3)]
-    assert side_streams_unread([ran(CALLER, 1), ran(SIDE, 2)], unread, marker)
-    assert not side_streams_unread([ran(CALLER, 1), ran(SIDE, 2)], read, marker), "the graph ordered it"
-    assert not side_streams_unread([ran(CALLER, 1)], unread, marker), "no side work"
-    assert not side_streams_unread([ran(SIDE, 2)], unread, None), "no marker: no stream to call the caller's"
+    unread = waits_read([event_wait(4, CALLER, 9)])
+    read = waits_read([event_wait(4, CALLER, 9, on=SIDE, recorded_at=3)])
+    assert side_streams_unread([ran(CALLER, 1), ran(SIDE, 2)], marker, unread)
+    assert not side_streams_unread([ran(CALLER, 1), ran(SIDE, 2)], marker, read), "the graph ordered it"
+    assert not side_streams_unread([ran(CALLER, 1)], marker, unread), "no side work"
+    assert not side_streams_unread([ran(SIDE, 2)], None, unread), "no marker: no stream to call the caller's"
 
 
 def test_the_switch_of_event_records_has_kineto_tear_cupti_down_unless_the_environment_says() -> None:

@@ -90,21 +90,21 @@ def waits_read(syncs: list[StreamOp]) -> bool:
     return any(op.kind == STREAM_WAIT and op.recorded_at >= 0 for op in resolve(syncs))
 
 
-def _race(work: list[Activity], syncs: list[StreamOp], marker: Activity | None) -> str | None:
+def _race(work: list[Activity], syncs: list[StreamOp], marker: Activity | None, read: bool) -> str | None:
     """A race in the call's happens-before graph (races/streams.py), where the records show it: the marker's
     stream and correlation id read, and the judge's canary wait (returned.py) among the synchronisations,
-    with the record it waited for."""
-    if marker is None or marker.correlation < 0 or not waits_read(syncs):
+    with the record it waited for (`read`: waits_read of `syncs`, which the caller has already asked)."""
+    if marker is None or marker.correlation < 0 or not read:
         return None
     issued = [StreamOp("work", a.correlation, a.stream, a.name) for a in work if a.correlation >= 0]
     return races([*issued, *syncs], marker.stream, marker.correlation)
 
 
-def side_streams_unread(work: list[Activity], syncs: list[StreamOp], marker: Activity | None) -> bool:
+def side_streams_unread(work: list[Activity], marker: Activity | None, read: bool) -> bool:
     """Whether work ran on a stream other than the caller's (the marker's) while the records did not name
-    what the call's waits waited for: then only the end-of-forward marker checked that work, and side work
-    that ended early without a wait would pass it."""
-    if marker is None or waits_read(syncs):
+    what the call's waits waited for (`read`: waits_read of its synchronisations): then only the
+    end-of-forward marker checked that work, and side work that ended early without a wait would pass it."""
+    if marker is None or read:
         return False
     return any(activity.stream != marker.stream for activity in work)
 
@@ -269,14 +269,15 @@ class CandidateCalls:
                 Rule.PYTORCH_COMPUTE,
             )
         self.enforce(ops, kernels, "inside forward")
-        if self.races_readable and marker is not None and not waits_read(syncs):
+        read = waits_read(syncs)  # once: the missing-records check, the graph and the note all ask it
+        if self.races_readable and marker is not None and not read:
             raise CandidateFault(
                 Status.REJECTED,
                 "judge state tampered: the records of the call's stream waits were lost (CUPTI's records of "
                 "CUDA events switched off, or the judge's recording cut short)",
                 Rule.JUDGE_STATE,
             )
-        if race := _race(gpu_work, syncs, marker) or unsynchronised(gpu_work, marker):
+        if race := _race(gpu_work, syncs, marker, read) or unsynchronised(gpu_work, marker):
             raise CandidateFault(Status.REJECTED, race, Rule.SIDE_STREAM)
         check_unmodified(inputs, copies, "by forward")
         outputs = as_outputs(output, self.device)
@@ -287,7 +288,7 @@ class CandidateCalls:
             kernels.total_ns,
             perturbation,
             guard.evidence(True, checks_before),
-            side_streams_unread(gpu_work, syncs, marker),
+            side_streams_unread(gpu_work, marker, read),
         )
 
     def probe_races(self) -> bool:
