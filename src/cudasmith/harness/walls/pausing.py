@@ -15,9 +15,11 @@ from pathlib import Path
 
 from cudasmith.harness.walls.process import WorkerProcess
 
-# Passes over the process table: a child forked while one pass ran is stopped by the next (a stopped
-# process forks nothing).
-PAUSE_PASSES = 3
+# Passes over the process table, each after the processes the last one stopped show as stopped: a signal
+# takes effect only when its process next runs, a fork under way completing first, so a child forked while
+# one pass ran is in the table by then and is stopped by the next (a stopped process forks nothing). A
+# tree still growing after this many passes is left to the window's check (witnesses/exclusive.py).
+PAUSE_PASSES = 8
 # A signal is delivered when its process next runs: how long to wait for every stopped process to show
 # as stopped, and how often to look.
 STOP_WAIT_S = 5.0
@@ -73,17 +75,23 @@ def _running(pid: int) -> bool:
 def pause_workers(workers: list[WorkerProcess], gpu_only: bool) -> None:
     """Stop the workers' processes (with `gpu_only`, the worker itself and those holding the GPU), and
     return once every one of them shows as stopped."""
+    deadline = time.monotonic() + STOP_WAIT_S
     try:
-        _stop(workers, gpu_only)
+        _stop(workers, gpu_only, deadline)
     finally:
-        deadline = time.monotonic() + STOP_WAIT_S
-        pending = [pid for worker in workers for pid in worker.stopped]
-        while (pending := [pid for pid in pending if _running(pid)]) and time.monotonic() < deadline:
-            time.sleep(STOP_POLL_S)
+        _wait_stopped(workers, deadline)
 
 
-def _stop(workers: list[WorkerProcess], gpu_only: bool) -> None:
+def _wait_stopped(workers: list[WorkerProcess], deadline: float) -> None:
+    """Return once every process the workers stopped shows as stopped (or gone), or at `deadline`."""
+    pending = [pid for worker in workers for pid in worker.stopped]
+    while (pending := [pid for pid in pending if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(STOP_POLL_S)
+
+
+def _stop(workers: list[WorkerProcess], gpu_only: bool, deadline: float) -> None:
     for _ in range(PAUSE_PASSES):
+        _wait_stopped(workers, deadline)  # what the last pass stopped has finished its forks
         tree = process_tree()
         stopped_more = False
         for worker in workers:
