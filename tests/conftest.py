@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,13 @@ PROGRESS_LINE = re.compile(r"^ *\d+\.\d s  (\S+)")
 def without_progress(stderr: str) -> str:
     """A command's stderr less its progress lines: the errors and notes it wrote."""
     return "".join(line for line in stderr.splitlines(keepends=True) if not PROGRESS_LINE.match(line))
+
+
+def interruptible() -> None:
+    """A child's preexec_fn where the test stops it with SIGINT: Ctrl-C's default disposition, whatever
+    this run inherited. A test run started in the background of a non-interactive shell ignores SIGINT,
+    and a child would inherit that, so it would never see the Ctrl-C at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def slow_memory(cache: Path) -> dict[str, str]:

@@ -31,7 +31,7 @@ from cudasmith.store import RunStore, Usage
 from cudasmith.store.runs import load_run
 from cudasmith.store.summary import Cost
 
-from conftest import PROBLEMS, PROGRESS_LINE, ROOT, SOLUTIONS
+from conftest import PROBLEMS, PROGRESS_LINE, ROOT, SOLUTIONS, interruptible
 from fake_llm import FakeLLMServer, Reply, openai_body
 from stored_runs import search
 
@@ -218,7 +218,14 @@ def test_ctrl_c_of_optimize_says_how_to_resume(tmp_path: Path) -> None:
         command += ["-m", "openai:fake-coder", "-n", "3", "--depth", "2", "--device", "cpu", "--seeds", "1"]
         command += ["--no-timing", "--store", str(tmp_path / "runs.db")]
         env = environment(OPENAI_BASE_URL=f"{server.url}/v1", OPENAI_API_KEY="sk-fake")
-        driver = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        driver = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=interruptible,
+        )
         deadline = time.monotonic() + 300
         while len(server.seen) < 3:  # every call is out: the run is in the middle of its round
             assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()

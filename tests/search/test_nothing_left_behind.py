@@ -21,7 +21,7 @@ from test_optimize import FAST, answer, environment, fenced, server  # noqa: F40
 
 from cudasmith.store import RunStore
 
-from conftest import PROBLEMS, SOLUTIONS
+from conftest import PROBLEMS, SOLUTIONS, interruptible
 from fake_llm import FakeLLMServer, Reply
 
 MARK_ENV = "CUDASMITH_TEST_RUN_MARK"
@@ -60,7 +60,11 @@ def kill_in_the_middle(
     mark = secrets.token_hex(8)
     with open(stderr or os.devnull, "w") as errors:
         driver = subprocess.Popen(
-            command, env={**env, MARK_ENV: mark}, stdout=subprocess.DEVNULL, stderr=errors
+            command,
+            env={**env, MARK_ENV: mark},
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            preexec_fn=interruptible,
         )
     deadline = time.monotonic() + START_S
     while len(marked(mark)) < BUSY_PROCESSES:
