@@ -17,8 +17,14 @@ DIR/session.json) says, per step: its exit code, its seconds, and whether it ran
   serve        benchmarks/serve_throughput.py on the no-build stream, with the exploit suite's statuses
   screening    benchmarks/optimize_gpu.py --screening (a search's screen against --confirm-all)
   races        benchmarks/stream_records.py with the judge's switch of CUPTI's event records off, then on
-               (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py); the steps after it run with
-               the switch on where it read every pattern without hanging (--event-records)
+               (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py); with --event-records auto,
+               the steps after it run with the switch on where it read every pattern without hanging
+  switch_probe the GPU tests that the switch broke on the H100 (SWITCH_PROBE), run under it with CUPTI
+               re-attached at once after each teardown (DISABLE_CUPTI_LAZY_REINIT=1)
+
+The steps run with the switch off unless --event-records says otherwise: on an H100 (2026-12-07), the whole
+GPU suite under the switch refused honest kernels in nearly every timed evaluation ("the judge's records of
+GPU work were cut off while timed") and judged a CUDA graph of the candidate's own kernel a race.
 
 A device call lasts at most 10 minutes, and the GPU tests take longer. With --detach the session starts in a
 process session of its own (setsid), which the machine lets run on after the call that started it returns,
@@ -75,6 +81,18 @@ RACE_MODES = (
     ("off", ["CUDASMITH_CUDA_EVENT_RECORDS="]),
     ("each", ["CUDASMITH_CUDA_EVENT_RECORDS=1"]),
 )
+
+
+# The GPU tests that the switch broke on the H100, to be run under it with CUPTI re-attached at once after
+# Kineto's teardown (its lazy re-attachment, the default, can miss a recording's first kernels: every timed
+# sample is told apart by its opening kernel, activity.work_between).
+SWITCH_PROBE = (
+    "tests/exploits/test_exploits_gpu.py::test_honest_gpu_kernel_passes_every_defence_with_timing",
+    "tests/exploits/test_exploits_gpu.py::test_gpu_cheat_is_caught[13 a side stream that ended early and is never waited for]",
+    "tests/exploits/test_exploits_gpu.py::test_gpu_cheat_is_caught[13 a self-wait inside torch.cuda.stream]",
+    "tests/exploits/test_exploits_gpu.py::test_torch_compile_in_forward_under_each_rule_set",
+    "tests/exploits/test_cold_l2_gpu.py::test_the_judge_times_the_cheat_as_cold_as_its_honest_twin",
+)  # fmt: skip
 
 
 def chosen_switch(outcomes: list[Outcome]) -> str | None:
@@ -210,6 +228,31 @@ def steps(
             )
             for mode, assignments in RACE_MODES
         ],
+        "switch_probe": [
+            Step(
+                "switch_probe",
+                [
+                    "env",
+                    "CUDASMITH_CUDA_EVENT_RECORDS=1",
+                    "DISABLE_CUPTI_LAZY_REINIT=1",
+                    py,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "pytest_live",
+                    "-m",
+                    "gpu",
+                    "-rfEs",
+                    f"--junitxml={out / 'switch_probe.xml'}",
+                    *SWITCH_PROBE,
+                ],
+                240.0,
+                60.0,
+            )
+        ],
         "screening": [
             Step(
                 "screening",
@@ -318,16 +361,16 @@ def main() -> int:
         "--wait-s", type=float, default=0.0, help="with --collect: the most to wait for its end"
     )
     parser.add_argument("--steps", default="tests,trust_cost,throughput,serve,screening",
-                        help="comma-separated, in order: tests, trust_cost (or trust_cost_cuda, trust_cost_cpu), throughput, serve, screening")  # fmt: skip
+                        help="comma-separated, in order: tests, trust_cost (or trust_cost_cuda, trust_cost_cpu), throughput, serve, screening, races, switch_probe")  # fmt: skip
     parser.add_argument(
         "--wheels", type=Path, default=ROOT / ".whl", help="wheels to install first (default .whl)"
     )
     parser.add_argument(
         "--tests", type=Path, help="a file of test node ids, one a line: only those (re-runs)"
     )
-    parser.add_argument("--event-records", choices=("auto", "off", "1"), default="auto",
-                        help="CUDASMITH_CUDA_EVENT_RECORDS for the steps after the races step: auto takes what "
-                        "that step found working (default); without it, the environment's")  # fmt: skip
+    parser.add_argument("--event-records", choices=("auto", "off", "1"), default="off",
+                        help="CUDASMITH_CUDA_EVENT_RECORDS for the steps: off (default), 1, or auto: after the "
+                        "races step, what that step found working")  # fmt: skip
     args = parser.parse_args()
     if args.collect is not None:
         return collect(args.collect, args.out, args.wait_s)

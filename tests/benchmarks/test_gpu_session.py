@@ -37,6 +37,10 @@ def test_every_file_with_a_gpu_test_is_run_and_only_those(session: ModuleType) -
     marked = {line.split("::")[0] for line in collected.stdout.splitlines() if "::" in line}
     assert marked == set(session.TEST_ORDER)
     assert session.TEST_ORDER[0] == "tests/exploits/test_exploits_gpu.py"
+    # each test the switch's probe names is a GPU test (a whole function, or one of its cases)
+    ids = [line.strip() for line in collected.stdout.splitlines() if "::" in line]
+    for probe in session.SWITCH_PROBE:
+        assert any(i == probe or i.startswith(probe + "[") for i in ids), probe
 
 
 def test_a_step_past_its_time_is_killed_and_its_lines_are_kept(session: ModuleType, tmp_path: Path) -> None:
