@@ -261,7 +261,8 @@ def report(candidates: list[Candidate], first: Approach, second: Approach, rows:
            args: argparse.Namespace) -> int:  # fmt: skip
     """The table, the checks, the JSON; the exit code."""
     table = Table(
-        title=f"the judge as a service vs in-process ({args.device}, 1 GPU, baselines {args.baselines})"
+        title=f"the judge as a service vs in-process ({args.device}, "
+        f"{'1 GPU' if args.device.startswith('cuda') else 'one CPU lane'}, baselines {args.baselines})"
     )
     for column in ("approach", "candidates", "wall s", "per GPU-minute", "(b)/(a)"):
         table.add_column(column, justify="left" if column == "approach" else "right")
