@@ -123,6 +123,13 @@ class Outcome:
     skipped: str = ""
 
 
+def gpu_pytest(junit: Path) -> list[str]:
+    """pytest on the GPU tests in this interpreter, one process, its failures printed as they come
+    (pytest_live) and its results in the JUnit XML `junit`; the test ids follow."""
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_live", "-m", "gpu",
+            "-rfEs", f"--junitxml={junit}"]  # fmt: skip
+
+
 def steps(
     out: Path, budget_s: float, tests: list[str] | None = None, share_s: float | None = None
 ) -> dict[str, list[Step]]:
@@ -134,22 +141,7 @@ def steps(
         "tests": [
             Step(
                 "tests",
-                [
-                    py,
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "-p",
-                    "pytest_live",
-                    "-m",
-                    "gpu",
-                    "-rfEs",
-                    "--durations=25",
-                    f"--junitxml={out / 'gpu_tests.xml'}",
-                    *(tests or TEST_ORDER),
-                ],
+                [*gpu_pytest(out / "gpu_tests.xml"), "--durations=25", *(tests or TEST_ORDER)],
                 budget_s,
                 60.0,
             )
@@ -235,18 +227,7 @@ def steps(
                     "env",
                     "CUDASMITH_CUDA_EVENT_RECORDS=1",
                     "DISABLE_CUPTI_LAZY_REINIT=1",
-                    py,
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "-p",
-                    "pytest_live",
-                    "-m",
-                    "gpu",
-                    "-rfEs",
-                    f"--junitxml={out / 'switch_probe.xml'}",
+                    *gpu_pytest(out / "switch_probe.xml"),
                     *SWITCH_PROBE,
                 ],
                 240.0,
