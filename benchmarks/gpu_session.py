@@ -17,14 +17,15 @@ DIR/session.json) says, per step: its exit code, its seconds, and whether it ran
   serve        benchmarks/serve_throughput.py on the no-build stream, with the exploit suite's statuses
   screening    benchmarks/optimize_gpu.py --screening (a search's screen against --confirm-all)
   races        benchmarks/stream_records.py with the judge's switch of CUPTI's event records off, then on
-               (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py); with --event-records auto,
-               the steps after it run with the switch on where it read every pattern without hanging
-  switch_probe the GPU tests that the switch broke on the H100 (SWITCH_PROBE), run under it with CUPTI
-               re-attached at once after each teardown (DISABLE_CUPTI_LAZY_REINIT=1)
+               (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py) under each teardown policy
+               (CUDASMITH_CUPTI_TEARDOWN; timing/teardown.py)
+  switch_probe the GPU tests that the switch broke on the H100 (SWITCH_PROBE), run under it
 
 The steps run with the switch off unless --event-records says otherwise: on an H100 (2026-12-07), the whole
-GPU suite under the switch refused honest kernels in nearly every timed evaluation ("the judge's records of
-GPU work were cut off while timed") and judged a CUDA graph of the candidate's own kernel a race.
+GPU suite under the switch, with CUPTI torn down after every recording, refused honest kernels in nearly
+every timed evaluation ("the judge's records of GPU work were cut off while timed") and judged a CUDA graph
+of the candidate's own kernel a race. With --event-records auto, the steps after races run with the switch
+on where its "events" run read every pattern, and the steps after switch_probe where the probe passed.
 
 A device call lasts at most 10 minutes, and the GPU tests take longer. With --detach the session starts in a
 process session of its own (setsid), which the machine lets run on after the call that started it returns,
@@ -74,18 +75,18 @@ TEST_ORDER = (
 
 
 # The races step's runs of stream_records.py: the judge's switch of CUPTI's event records off, and on around
-# each recording (with Kineto's teardown of CUPTI after each, which the switch sets: left attached, it hung
-# on the H200 and the H100). With --event-records auto, the steps after it run with the switch on where
-# that run read every pattern as expected without hanging, and off otherwise.
+# each recording of a call, with Kineto's teardown of CUPTI after those recordings only (the default
+# policy), then after every recording, the timing's too (timing/teardown.py; left attached throughout, it
+# hung on the H200 and the H100). Each run also checks that a timing recording after each call's is whole.
 RACE_MODES = (
     ("off", ["CUDASMITH_CUDA_EVENT_RECORDS="]),
-    ("each", ["CUDASMITH_CUDA_EVENT_RECORDS=1"]),
+    ("events", ["CUDASMITH_CUDA_EVENT_RECORDS=1", "CUDASMITH_CUPTI_TEARDOWN=events"]),
+    ("every", ["CUDASMITH_CUDA_EVENT_RECORDS=1", "CUDASMITH_CUPTI_TEARDOWN=every"]),
 )
 
 
-# The GPU tests that the switch broke on the H100, to be run under it with CUPTI re-attached at once after
-# Kineto's teardown (its lazy re-attachment, the default, can miss a recording's first kernels: every timed
-# sample is told apart by its opening kernel, activity.work_between).
+# The GPU tests that the switch broke on the H100 (with a teardown after every recording), and the race
+# cheats it is for.
 SWITCH_PROBE = (
     "tests/exploits/test_exploits_gpu.py::test_honest_gpu_kernel_passes_every_defence_with_timing",
     "tests/exploits/test_exploits_gpu.py::test_gpu_cheat_is_caught[13 a side stream that ended early and is never waited for]",
@@ -96,14 +97,12 @@ SWITCH_PROBE = (
 
 
 def chosen_switch(outcomes: list[Outcome]) -> str | None:
-    """CUDASMITH_CUDA_EVENT_RECORDS as the races step found it working ("1", or "" for off), or None where
-    the switch's run did not happen."""
-    ran = {
-        o.name.removeprefix("stream_records_"): o for o in outcomes if o.name.startswith("stream_records_")
-    }
-    if "each" not in ran:
-        return None
-    return "1" if ran["each"].rc == 0 else ""
+    """CUDASMITH_CUDA_EVENT_RECORDS as the last step that tried it found it working ("1", or "" for off):
+    the switch_probe's tests, or the races step's run under the default policy; None where neither ran."""
+    for outcome in reversed(outcomes):
+        if outcome.name in ("switch_probe", "stream_records_events") and not outcome.skipped:
+            return "1" if outcome.rc == 0 else ""
+    return None
 
 
 @dataclass
@@ -226,7 +225,6 @@ def steps(
                 [
                     "env",
                     "CUDASMITH_CUDA_EVENT_RECORDS=1",
-                    "DISABLE_CUPTI_LAZY_REINIT=1",
                     *gpu_pytest(out / "switch_probe.xml"),
                     *SWITCH_PROBE,
                 ],
@@ -351,7 +349,7 @@ def main() -> int:
     )
     parser.add_argument("--event-records", choices=("auto", "off", "1"), default="off",
                         help="CUDASMITH_CUDA_EVENT_RECORDS for the steps: off (default), 1, or auto: after the "
-                        "races step, what that step found working")  # fmt: skip
+                        "races step or the switch_probe, what that step found working")  # fmt: skip
     args = parser.parse_args()
     if args.collect is not None:
         return collect(args.collect, args.out, args.wait_s)
@@ -387,7 +385,7 @@ def main() -> int:
             print(f"== {step.name}: skipped ({outcomes[-1].skipped})", flush=True)
             continue
         outcomes.append(run_step(step, min(step.cap_s, left), args.out, env))
-        if step.name.startswith("stream_records_") and args.event_records == "auto":
+        if step.name in ("stream_records_events", "switch_probe") and args.event_records == "auto":
             switch = chosen_switch(outcomes)
             if switch is not None:
                 env["CUDASMITH_CUDA_EVENT_RECORDS"] = switch

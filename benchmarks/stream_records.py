@@ -37,7 +37,14 @@ from cudasmith.harness.workers.races.streams import resolve
 from cudasmith.harness.workers.recording import Observation
 from cudasmith.report.formats import output_console
 from cudasmith.timing import clock
-from cudasmith.timing.activity import activity_kind, event_device_type, event_metadata, event_name
+from cudasmith.timing.activity import (
+    ActivityRecorder,
+    activity_kind,
+    event_device_type,
+    event_metadata,
+    event_name,
+)
+from cudasmith.timing.teardown import teardowns
 
 _split = recording.split_events
 _last_events: list[object] = []
@@ -81,6 +88,17 @@ def _caller_only(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
     return torch.relu(x)
 
 
+def _graphed(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
+    # torch.cuda.graph captures on a stream of its own, after torch's capture prologue (two int64 fills)
+    # there, which nothing orders before the caller's stream: not the call's work (streams.capture_prologue).
+    static = torch.empty_like(x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static.copy_(torch.relu(x))
+    graph.replay()
+    return static
+
+
 def _event_synced(x: torch.Tensor, side: torch.cuda.Stream) -> torch.Tensor:
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -98,7 +116,21 @@ PATTERNS: list[tuple[str, Callable[[torch.Tensor, torch.cuda.Stream], torch.Tens
     ("side stream joined by an event's synchronisation", _event_synced, False),
     ("side stream ended early, never waited for", _early, True),
     ("self-wait inside torch.cuda.stream", _self_wait, True),
+    ("CUDA graph captured in the call, replayed on the caller's", _graphed, False),
 ]
+# Kernels launched in each recording of the timing sampler's kind taken after a pattern's call.
+TIMED_KERNELS = 50
+
+
+def timing_recording_whole(x: torch.Tensor) -> bool:
+    """One recording of the timing sampler's kind (timing/activity.ActivityRecorder, as its chunks of
+    samples are recorded) right after a call's recording stopped: whether it saw every kernel launched in it
+    (a teardown of CUPTI that ends inside it loses them: "CUPTI saw N samples of M")."""
+    recorder = ActivityRecorder()
+    for _ in range(TIMED_KERNELS):
+        x.mul_(1.0)
+    torch.cuda.synchronize()
+    return len(recorder.stop()) >= TIMED_KERNELS
 
 
 def launch_us(x: torch.Tensor, launches: int = 2000) -> float:
@@ -129,7 +161,8 @@ def main() -> int:
         return 2
     console.print(
         f"torch {torch.__version__} on {torch.cuda.get_device_name()}; CUPTI's event records switched by the "
-        f"judge: {'yes' if recording.SWITCH_EVENT_RECORDS else 'no'}; TEARDOWN_CUPTI={os.environ.get('TEARDOWN_CUPTI', '(unset)')}"
+        f"judge: {'yes' if recording.SWITCH_EVENT_RECORDS else 'no'}; teardown policy: {teardowns.policy or '(none)'}; "
+        f"TEARDOWN_CUPTI between stops={os.environ.get('TEARDOWN_CUPTI', '(unset)')}"
     )
     one = torch.zeros(1, device="cuda")
     launch_us(one, 200)  # the first launches pay the module's loading
@@ -138,7 +171,16 @@ def main() -> int:
     side = torch.cuda.Stream()
     x = torch.randn(1 << 20, device="cuda")
     table = Table(title="The happens-before graph on this torch, per pattern")
-    for column in ("pattern", "call", "waits read", "graph", "marker", "expected", "as expected"):
+    for column in (
+        "pattern",
+        "call",
+        "waits read",
+        "graph",
+        "marker",
+        "expected",
+        "timing whole",
+        "as expected",
+    ):
         table.add_column(column)
     wrong = 0
     for name, call, race_expected in PATTERNS:
@@ -151,15 +193,16 @@ def main() -> int:
             call(x, side)
             mark()
             torch.cuda.synchronize()
-            _, work, _, syncs = observation.stop()
+            _, work, graphs, syncs = observation.stop()
+            whole = timing_recording_whole(x)
             rest, returned = marker.split(work)
-            graph = _race(rest, syncs, returned, waits_read(syncs))
+            graph = _race(rest, syncs, returned, waits_read(syncs), graphs)
             late = unsynchronised(rest, returned)
             resolved = resolve(syncs)
             read = sum(1 for op in resolved if op.kind != "cudaEvent" and op.recorded_at >= 0)
             waits = sum(1 for op in resolved if op.kind != "cudaEvent")
             named = graph is not None
-            ok = named == race_expected
+            ok = named == race_expected and whole
             wrong += not ok
             table.add_row(
                 name,
@@ -168,6 +211,7 @@ def main() -> int:
                 (graph or "no race")[:60],
                 "late" if late else "-",
                 "race" if race_expected else "no race",
+                "yes" if whole else "NO",
                 "yes" if ok else "NO",
             )
             if args.raw:
@@ -199,7 +243,20 @@ def main() -> int:
     after_us = launch_us(one)
     faulthandler.cancel_dump_traceback_later()
     console.print(table)
-    console.print(f"{wrong} pattern call(s) read otherwise than expected")
+    console.print(
+        f"{wrong} pattern call(s) read otherwise than expected, or a timing recording after them cut"
+    )
+    if teardowns.policy:
+        waited = sorted(teardowns.waited_s)
+        console.print(
+            f"teardowns of CUPTI waited for: {len(waited)}"
+            + (
+                f", median {waited[len(waited) // 2] * 1e3:.1f} ms, most {waited[-1] * 1e3:.1f} ms"
+                if waited
+                else ""
+            )
+            + f"; not ended within their limit: {teardowns.unfinished}"
+        )
     console.print(
         f"host cost of a launch and an event record: {before_us:.2f} us before the first recording, "
         f"{after_us:.2f} us after the last ({after_us / before_us - 1:+.1%})"

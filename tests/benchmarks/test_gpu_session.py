@@ -119,12 +119,22 @@ def test_the_live_report_prints_a_failure_as_it_happens(tmp_path: Path) -> None:
     assert "[passed" in live and "test_two.py::test_passes" in live
 
 
-def test_the_races_step_hands_on_the_switch_only_where_it_read_every_pattern(session: ModuleType) -> None:
+def test_the_switch_is_handed_on_only_where_the_last_step_that_tried_it_found_it_working(
+    session: ModuleType,
+) -> None:
     def ran(**codes: int | None) -> list:
         return [session.Outcome(f"stream_records_{mode}", rc, 1.0, rc is None) for mode, rc in codes.items()]
 
+    def probe(rc: int | None, skipped: str = "") -> list:
+        return [session.Outcome("switch_probe", rc, 1.0, rc is None, skipped)]
+
     assert session.chosen_switch([session.Outcome("tests", 0, 1.0, False)]) is None  # the step did not run
     assert session.chosen_switch(ran(off=1)) is None  # the switch's own run has not happened yet
-    assert session.chosen_switch(ran(off=1, each=0)) == "1"
-    assert session.chosen_switch(ran(off=1, each=None)) == ""  # it hung (killed)
-    assert session.chosen_switch(ran(off=0, each=1)) == ""  # a pattern read otherwise than expected
+    assert session.chosen_switch(ran(off=1, events=0)) == "1"
+    assert session.chosen_switch(ran(off=1, events=None)) == ""  # it hung (killed)
+    assert session.chosen_switch(ran(off=0, events=1, every=0)) == ""  # the default policy read otherwise
+    assert session.chosen_switch(ran(events=0) + probe(1)) == "", "the probe's tests failed under it"
+    assert session.chosen_switch(ran(events=1) + probe(0)) == "1", "the probe ran the judge itself"
+    assert session.chosen_switch(ran(events=0) + probe(None, "no time")) == "1", (
+        "a skipped probe says nothing"
+    )

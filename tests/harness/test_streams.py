@@ -10,6 +10,7 @@ from cudasmith.harness.workers.races.streams import (
     STREAM_SYNC,
     STREAM_WAIT,
     StreamOp,
+    capture_prologue,
     races,
     resolve,
     sync_op,
@@ -171,30 +172,85 @@ def test_side_work_the_records_cannot_order_is_said_to_have_had_only_the_marker(
     assert not side_streams_unread([ran(SIDE, 2)], None, unread), "no marker: no stream to call the caller's"
 
 
-def test_the_switch_of_event_records_has_kineto_tear_cupti_down_unless_the_environment_says() -> None:
+def test_the_switch_of_event_records_sets_kinetos_teardown_per_stop_by_the_judges_policy() -> None:
     # With CUPTI left attached between recordings, the judge's own cuEventRecord hung under the switch on the
-    # H200 and the H100; a worker that switches the records has Kineto tear CUPTI down after each recording,
-    # and one that does not leaves Kineto alone.
+    # H200 and the H100; with a teardown at every stop, the timing's recordings lost samples on the H100. A
+    # worker that switches the records takes Kineto's switch over (timing/teardown.py: between stops it is
+    # off unless the policy is "every"); one that does not leaves Kineto alone.
     import os
     import subprocess
     import sys
 
     code = (
-        "import os; from cudasmith.harness.workers import recording; "
-        "print(recording.SWITCH_EVENT_RECORDS, os.environ.get('TEARDOWN_CUPTI'))"
+        "import os; from cudasmith.harness.workers import recording; from cudasmith.timing.teardown import "
+        "teardowns; print(recording.SWITCH_EVENT_RECORDS, teardowns.policy or '-', os.environ.get('TEARDOWN_CUPTI'))"
     )
+    names = ("CUDASMITH_CUDA_EVENT_RECORDS", "TEARDOWN_CUPTI", "CUDASMITH_CUPTI_TEARDOWN")
 
-    def worker(**env: str) -> str:
-        base = {
-            k: v for k, v in os.environ.items() if k not in ("CUDASMITH_CUDA_EVENT_RECORDS", "TEARDOWN_CUPTI")
-        }
+    def worker(**env: str) -> tuple[int, str]:
+        base = {k: v for k, v in os.environ.items() if k not in names}
         done = subprocess.run(
             [sys.executable, "-c", code], env=base | env, capture_output=True, text=True, timeout=300
         )
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip()
+        return done.returncode, done.stdout.strip() if done.returncode == 0 else done.stderr[-2000:]
 
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1") == "True 1"
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="0") == "True 0"
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="once") == "False None"  # no longer a switch
-    assert worker() == "False None"
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1") == (0, "True events 0")
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="1") == (0, "True events 0")
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", CUDASMITH_CUPTI_TEARDOWN="every") == (0, "True every 1")
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="once") == (0, "False - None")  # no longer a switch
+    assert worker(TEARDOWN_CUPTI="1") == (0, "False - 1"), "the switch off leaves Kineto's own alone"
+    assert worker() == (0, "False - None")
+    code_, said = worker(CUDASMITH_CUDA_EVENT_RECORDS="1", CUDASMITH_CUPTI_TEARDOWN="sometimes")
+    assert code_ != 0 and "unknown teardown policy 'sometimes'" in said
+
+
+# ATen's int64 fill, as CUPTI names the kernel of torch's capture prologue.
+INT64_FILL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, std::array<char*, 1ul> >"
+    "(int, at::native::FillFunctor<long>, std::array<char*, 1ul>)"
+)
+FLOAT_FILL = INT64_FILL.replace("<long>", "<float>")
+
+
+def graph_call(side_work: list[StreamOp], graphs: int) -> str | None:
+    """A call that captured a CUDA graph on SIDE and replayed it on the caller's stream, as forward.py reads
+    it: torch's capture prologue taken out, then the graph."""
+    ops = [*side_work, work(10, CALLER, "relu_graphed")]
+    prologue = capture_prologue(ops, CALLER, graphs)
+    return races([op for op in ops if op.correlation not in prologue], CALLER, RETURNED)
+
+
+def test_torchs_capture_prologue_is_not_the_calls_work() -> None:
+    assert graph_call([work(1, SIDE, INT64_FILL), work(2, SIDE, INT64_FILL)], graphs=1) is None
+
+
+def test_the_capture_prologues_exception_is_no_wider_than_the_prologue() -> None:
+    fills = [work(1, SIDE, INT64_FILL), work(2, SIDE, INT64_FILL)]
+    assert graph_call(fills, graphs=0) is not None, "no CUDA graph launched: no prologue"
+    assert graph_call([*fills, work(3, SIDE, INT64_FILL)], graphs=1) is not None, (
+        "more fills than one prologue"
+    )
+    assert graph_call([*fills, work(3, SIDE, INT64_FILL)], graphs=2) is None, "two graphs, two prologues"
+    assert graph_call([*fills, work(3, SIDE, "relu_kernel")], graphs=1) is not None, (
+        "other work on that stream"
+    )
+    assert graph_call([work(1, SIDE, FLOAT_FILL)], graphs=1) is not None, "a float fill can write an output"
+    assert capture_prologue([work(1, CALLER, INT64_FILL)], CALLER, 1) == frozenset()
+
+
+def test_the_workers_race_check_takes_the_prologue_out_only_where_a_graph_was_launched() -> None:
+    from cudasmith.harness.workers.forward import _race
+    from cudasmith.timing.activity import Activity
+
+    def activity(name: str, stream: int, correlation: int) -> Activity:
+        return Activity(name, 0, 1, "kernel", stream, correlation)
+
+    calls = [
+        activity(INT64_FILL, SIDE, 1),
+        activity(INT64_FILL, SIDE, 2),
+        activity("relu_graphed", CALLER, 10),
+    ]
+    marker = activity("cudasmith_returned", CALLER, RETURNED)
+    canary = [wait(5, CALLER, on=CALLER, recorded_at=4)]
+    assert _race(calls, canary, marker, True, graphs=1) is None
+    assert _race(calls, canary, marker, True, graphs=0) is not None

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import torch
 
 from cudasmith.timing import clock
+from cudasmith.timing.teardown import teardowns
 
 # Kineto activity kinds on the GPU timeline that are not work (waits, annotations, bookkeeping).
 NOT_WORK_KINDS = frozenset(
@@ -108,7 +109,7 @@ class ActivityRecorder:
 
     def stop(self) -> list[Activity]:
         """End the recording; the work seen, in no particular order."""
-        self._profile.__exit__(None, None, None)
+        teardowns.stop(lambda: self._profile.__exit__(None, None, None), False, clock.cuda_synchronize)
         results = self._profile.kineto_results
         if results is None:
             raise RuntimeError("the profiler returned no results")

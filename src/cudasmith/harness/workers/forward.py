@@ -34,7 +34,7 @@ from cudasmith.harness.workers.calls import (
 from cudasmith.harness.workers.observe import KernelAudit, OpAudit, OwnKernels, audit_kernels, audit_ops
 from cudasmith.harness.workers.poison import poison_free_gpu_memory
 from cudasmith.harness.workers.races.returned import ReturnMarker, unsynchronised
-from cudasmith.harness.workers.races.streams import STREAM_WAIT, StreamOp, races, resolve
+from cudasmith.harness.workers.races.streams import STREAM_WAIT, StreamOp, capture_prologue, races, resolve
 from cudasmith.harness.workers.recording import Observation, RecordingLost
 from cudasmith.tasks import perturb
 from cudasmith.tasks.inputs import build_model, input_tensors, make_init_inputs
@@ -90,13 +90,18 @@ def waits_read(syncs: list[StreamOp]) -> bool:
     return any(op.kind == STREAM_WAIT and op.recorded_at >= 0 for op in resolve(syncs))
 
 
-def _race(work: list[Activity], syncs: list[StreamOp], marker: Activity | None, read: bool) -> str | None:
+def _race(
+    work: list[Activity], syncs: list[StreamOp], marker: Activity | None, read: bool, graphs: int
+) -> str | None:
     """A race in the call's happens-before graph (races/streams.py), where the records show it: the marker's
     stream and correlation id read, and the judge's canary wait (returned.py) among the synchronisations,
-    with the record it waited for (`read`: waits_read of `syncs`, which the caller has already asked)."""
+    with the record it waited for (`read`: waits_read of `syncs`, which the caller has already asked);
+    `graphs`: the CUDA graphs the call launched (torch's capture prologue, streams.capture_prologue)."""
     if marker is None or marker.correlation < 0 or not read:
         return None
     issued = [StreamOp("work", a.correlation, a.stream, a.name) for a in work if a.correlation >= 0]
+    prologue = capture_prologue(issued, marker.stream, graphs)
+    issued = [op for op in issued if op.correlation not in prologue]
     return races([*issued, *syncs], marker.stream, marker.correlation)
 
 
@@ -277,7 +282,7 @@ class CandidateCalls:
                 "CUDA events switched off, or the judge's recording cut short)",
                 Rule.JUDGE_STATE,
             )
-        if race := _race(gpu_work, syncs, marker, read) or unsynchronised(gpu_work, marker):
+        if race := _race(gpu_work, syncs, marker, read, graphs) or unsynchronised(gpu_work, marker):
             raise CandidateFault(Status.REJECTED, race, Rule.SIDE_STREAM)
         check_unmodified(inputs, copies, "by forward")
         outputs = as_outputs(output, self.device)

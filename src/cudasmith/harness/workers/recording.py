@@ -34,6 +34,7 @@ from cudasmith.timing.activity import (
     event_thread,
     result_events,
 )
+from cudasmith.timing.teardown import teardowns
 
 GPU_WORK_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -84,23 +85,21 @@ def split_events(
 # CUPTI's activity kind of a CUDA event's record (cupti_activity.h). Kineto reads these records where it
 # finds them, and names from them the stream and call a wait's event was recorded in (races/streams.py); it
 # does not ask for them itself on every torch (2.11 did not), so the judge can switch the kind on around a
-# recording of its own and off before Kineto stops. Where CUPTI stays attached between recordings (Kineto's
-# default on torch 2.11: it tears CUPTI down only under TEARDOWN_CUPTI=1), the judge's own cuEventRecord hung
-# at the third recording on the H200 and the H100 (benchmarks/stream_records.py; timed evaluations hung in
-# their first correctness call). With the teardown on, the same run read every pattern as expected and did
-# not hang, and a launch cost the host what it cost before any recording (it cost 46 % more after them with
-# CUPTI left attached). So where the switch is on, a worker has Kineto tear CUPTI down after each recording
-# (TEARDOWN_CUPTI=1, unless the environment already says). The switch is off unless
-# CUDASMITH_CUDA_EVENT_RECORDS=1 (read once, as the worker imports this module, before any solution). Under
-# it, the whole GPU suite on an H100 (2026-12-07) refused honest kernels in nearly every timed evaluation:
-# the timing's own recordings, each torn down too, lost samples ("records ... cut off while timed"); and a
-# CUDA graph of the candidate's own kernel was judged a race (torch turns the teardown off for its CUDA
-# graphs). So it stays off until the suite passes under it (benchmarks/gpu_session.py, step switch_probe).
+# recording of its own and off before Kineto stops. The switch is off unless CUDASMITH_CUDA_EVENT_RECORDS=1
+# (read once, as the worker imports this module, before any solution).
+#
+# Under the switch, CUPTI must not stay attached from one recording with the kind on to the next: the
+# judge's own cuEventRecord hung at the third such recording on the H200 and the H100
+# (benchmarks/stream_records.py). Kineto tears CUPTI down at a stop where TEARDOWN_CUPTI=1, but finishes
+# the teardown only at the next CUDA API call (timing/teardown.py): with it on for every stop, the whole GPU
+# suite on an H100 (2026-12-07) refused honest kernels in nearly every timed evaluation, because the
+# timing sampler's next chunk of samples lost its records ("records ... cut off while timed"). So the judge
+# sets Kineto's switch per stop (timing/teardown.py's policy, CUDASMITH_CUPTI_TEARDOWN): by default only
+# a recording with the kind on tears CUPTI down, and its stop waits until the teardown has ended.
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
 SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", "") == "1"
 if SWITCH_EVENT_RECORDS:
-    # Kineto reads it when a recording ends, so setting it here, before any recording, is in time.
-    os.environ.setdefault("TEARDOWN_CUPTI", "1")
+    teardowns.configure(os.environ.get("CUDASMITH_CUPTI_TEARDOWN", "events"))
 
 
 class _EventRecords:
@@ -221,7 +220,8 @@ class Observation:
         if self._events:
             # Before Kineto stops: its stop flushes what CUPTI holds, the records of the window among them.
             _event_records.off()
-        results = self._disable()
+        # Kineto's teardown of CUPTI, where the policy has this stop make one, ends before anything else runs.
+        results = teardowns.stop(self._disable, self._events, clock.cuda_synchronize if self.gpu else None)
         events = list(result_events(results)) if results is not None else []
         cpu, gpu, syncs = split_events(events, clock.CUDA_DEVICE_TYPE)
         seen = {event.name for event in cpu}

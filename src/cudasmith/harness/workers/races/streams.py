@@ -17,6 +17,12 @@ the events themselves are in the trace (CUPTI's "cudaEvent", with the event's id
 record of that event issued before the wait, as CUDA does; a record issued after the wait is never taken
 for it. The end-of-forward marker (returned.py) stays as a second detector.
 
+One exception, torch's own: as a CUDA graph's capture begins (CUDAGeneratorState::capture_prologue), torch
+fills its generator's seed and offset, two int64 tensors of one element, on the capture stream before the
+capture, and nothing orders those fills before the caller's stream. In a call that launched a CUDA graph,
+ATen's int64 fills on a stream that ran nothing else in the call, two per graph launched at most, are not
+the call's work (`capture_prologue`). An int64 constant is all such work can write.
+
 What this cannot see: the legacy default stream's implicit synchronisation with blocking streams (CUPTI
 records none), so work on a stream made blocking (cupy.cuda.Stream(), cudaStreamCreate) that relies on it
 is named a race: make the caller's stream wait explicitly.
@@ -25,6 +31,7 @@ is named a race: make the caller's stream wait explicitly.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -206,3 +213,22 @@ def races(ops: Iterable[StreamOp], caller: int, returned: int) -> str | None:
         first = self_waits[0]
         return f"{UNSYNCHRONISED}: stream {first.stream} waits on an event recorded on itself, which waits for nothing"
     return None
+
+
+# The kernel of ATen's fill of an int64 tensor, as CUPTI names it.
+INT64_FILL = re.compile(r"at::native::.*FillFunctor<(long|long long|int64_t)>")
+# What torch's capture prologue fills: a generator's seed and its offset.
+PROLOGUE_FILLS = 2
+
+
+def capture_prologue(work: Iterable[StreamOp], caller: int, graphs: int) -> frozenset[int]:
+    """The correlation ids of the work that torch's capture prologue can account for (the module's one
+    exception): ATen's int64 fills on streams other than `caller` that ran only such fills, in a call that
+    launched `graphs` CUDA graphs, PROLOGUE_FILLS per graph at most; none where there are more."""
+    if graphs <= 0:
+        return frozenset()
+    side = [op for op in work if op.kind == "work" and op.stream != caller]
+    streams = {op.stream for op in side}
+    only_fills = {s for s in streams if all(INT64_FILL.search(op.name) for op in side if op.stream == s)}
+    fills = [op.correlation for op in side if op.stream in only_fills]
+    return frozenset(fills) if len(fills) <= PROLOGUE_FILLS * graphs else frozenset()
