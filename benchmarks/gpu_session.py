@@ -22,10 +22,11 @@ DIR/session.json) says, per step: its exit code, its seconds, and whether it ran
   switch_probe the GPU tests that the switch broke on the H100 (SWITCH_PROBE), run under it
 
 The steps run with the switch off unless --event-records says otherwise: on an H100 (2026-12-07), the whole
-GPU suite under the switch, with CUPTI torn down after every recording, refused honest kernels in nearly
-every timed evaluation ("the judge's records of GPU work were cut off while timed") and judged a CUDA graph
-of the candidate's own kernel a race. With --event-records auto, the steps after races run with the switch
-on where its "events" run read every pattern, and the steps after switch_probe where the probe passed.
+GPU suite under the switch, with CUPTI torn down after every recording and the teardown not waited for,
+refused honest kernels in nearly every timed evaluation ("the judge's records of GPU work were cut off while
+timed") and judged a CUDA graph of the candidate's own kernel a race. With --event-records auto, the steps
+after races run with the switch on where its run under the default policy read every pattern, and the
+steps after switch_probe where the probe passed.
 
 A device call lasts at most 10 minutes, and the GPU tests take longer. With --detach the session starts in a
 process session of its own (setsid), which the machine lets run on after the call that started it returns,
@@ -75,13 +76,13 @@ TEST_ORDER = (
 
 
 # The races step's runs of stream_records.py: the judge's switch of CUPTI's event records off, and on around
-# each recording of a call, with Kineto's teardown of CUPTI after those recordings only (the default
-# policy), then after every recording, the timing's too (timing/teardown.py; left attached throughout, it
-# hung on the H200 and the H100). Each run also checks that a timing recording after each call's is whole.
+# each recording of a call, with Kineto's teardown of CUPTI after every recording (the default policy),
+# then after the calls' recordings only (timing/teardown.py; left attached throughout, it hung on the H200
+# and the H100). Each run also checks that a timing recording after each call's is whole.
 RACE_MODES = (
     ("off", ["CUDASMITH_CUDA_EVENT_RECORDS="]),
-    ("events", ["CUDASMITH_CUDA_EVENT_RECORDS=1", "CUDASMITH_CUPTI_TEARDOWN=events"]),
     ("every", ["CUDASMITH_CUDA_EVENT_RECORDS=1", "CUDASMITH_CUPTI_TEARDOWN=every"]),
+    ("events", ["CUDASMITH_CUDA_EVENT_RECORDS=1", "CUDASMITH_CUPTI_TEARDOWN=events"]),
 )
 
 
@@ -100,7 +101,7 @@ def chosen_switch(outcomes: list[Outcome]) -> str | None:
     """CUDASMITH_CUDA_EVENT_RECORDS as the last step that tried it found it working ("1", or "" for off):
     the switch_probe's tests, or the races step's run under the default policy; None where neither ran."""
     for outcome in reversed(outcomes):
-        if outcome.name in ("switch_probe", "stream_records_events") and not outcome.skipped:
+        if outcome.name in ("switch_probe", "stream_records_every") and not outcome.skipped:
             return "1" if outcome.rc == 0 else ""
     return None
 

@@ -175,8 +175,8 @@ def test_side_work_the_records_cannot_order_is_said_to_have_had_only_the_marker(
 def test_the_switch_of_event_records_sets_kinetos_teardown_per_stop_by_the_judges_policy() -> None:
     # With CUPTI left attached between recordings, the judge's own cuEventRecord hung under the switch on the
     # H200 and the H100; with a teardown at every stop, the timing's recordings lost samples on the H100. A
-    # worker that switches the records takes Kineto's switch over (timing/teardown.py: between stops it is
-    # off unless the policy is "every"); one that does not leaves Kineto alone.
+    # worker that switches the records takes Kineto's switch over (timing/teardown.py: on between stops, off
+    # only for a stop the policy keeps from tearing down); one that does not leaves Kineto alone.
     import os
     import subprocess
     import sys
@@ -194,9 +194,9 @@ def test_the_switch_of_event_records_sets_kinetos_teardown_per_stop_by_the_judge
         )
         return done.returncode, done.stdout.strip() if done.returncode == 0 else done.stderr[-2000:]
 
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1") == (0, "True events 0")
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="1") == (0, "True events 0")
-    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", CUDASMITH_CUPTI_TEARDOWN="every") == (0, "True every 1")
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1") == (0, "True every 1")
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="0") == (0, "True every 1")
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", CUDASMITH_CUPTI_TEARDOWN="events") == (0, "True events 1")
     assert worker(CUDASMITH_CUDA_EVENT_RECORDS="once") == (0, "False - None")  # no longer a switch
     assert worker(TEARDOWN_CUPTI="1") == (0, "False - 1"), "the switch off leaves Kineto's own alone"
     assert worker() == (0, "False - None")

@@ -91,15 +91,16 @@ def split_events(
 # Under the switch, CUPTI must not stay attached from one recording with the kind on to the next: the
 # judge's own cuEventRecord hung at the third such recording on the H200 and the H100
 # (benchmarks/stream_records.py). Kineto tears CUPTI down at a stop where TEARDOWN_CUPTI=1, but finishes
-# the teardown only at the next CUDA API call (timing/teardown.py): with it on for every stop, the whole GPU
-# suite on an H100 (2026-12-07) refused honest kernels in nearly every timed evaluation, because the
-# timing sampler's next chunk of samples lost its records ("records ... cut off while timed"). So the judge
-# sets Kineto's switch per stop (timing/teardown.py's policy, CUDASMITH_CUPTI_TEARDOWN): by default only
-# a recording with the kind on tears CUPTI down, and its stop waits until the teardown has ended.
+# the teardown only at the next CUDA API call (timing/teardown.py). Unwaited, the whole GPU suite on an H100
+# (2026-12-07) refused honest kernels in nearly every timed evaluation: the timing sampler's next chunk of
+# samples lost its records ("records ... cut off while timed"). So the judge sets Kineto's switch around
+# each stop (timing/teardown.py's policy, CUDASMITH_CUPTI_TEARDOWN; by default every stop tears down), and
+# a stop that tore down waits until the teardown has ended. The switch stays off by default until the GPU
+# suite has passed under it (benchmarks/gpu_session.py, step switch_probe, then tests).
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
 SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", "") == "1"
 if SWITCH_EVENT_RECORDS:
-    teardowns.configure(os.environ.get("CUDASMITH_CUPTI_TEARDOWN", "events"))
+    teardowns.configure(os.environ.get("CUDASMITH_CUPTI_TEARDOWN", "every"))
 
 
 class _EventRecords:
