@@ -84,7 +84,7 @@ class Teardowns:
             raise ValueError(f"unknown teardown policy {policy!r}: every, events or empty")
         self.policy = policy
         if policy:
-            os.environ[TEARDOWN] = "1"
+            _set("1")
 
     def stop(self, stop: Callable[[], T], events: bool, api_call: Callable[[], None] | None) -> T:
         """`stop()` (a recording's stop), with Kineto's switch set for it, and the wait for its teardown
@@ -93,7 +93,7 @@ class Teardowns:
             return stop()
         tear = self.policy == "every" or events
         before = threads()
-        os.environ[TEARDOWN] = "1" if tear else "0"
+        _set("1" if tear else "0")
         try:
             result = stop()
             if tear and api_call is not None:
@@ -103,8 +103,14 @@ class Teardowns:
                 else:
                     self.waited_s.append(waited)
         finally:
-            os.environ[TEARDOWN] = "1"
+            _set("1")
         return result
+
+
+def _set(value: str) -> None:
+    """Kineto's switch, written only where it changes: a teardown's thread may be reading it."""
+    if os.environ.get(TEARDOWN) != value:
+        os.environ[TEARDOWN] = value
 
 
 # The worker's one policy, set as it imports its recorder (harness/workers/recording.py), before any solution.
