@@ -129,7 +129,8 @@ def test_the_judges_own_failure_reaches_whoever_waits_and_close_cancels_the_queu
         executor.submit(job("late"))
 
 
-def test_a_candidate_waits_for_its_extensions_build_and_is_built_once() -> None:
+def held_builder() -> tuple[threading.Event, list[str], Callable[[Job], BuildResult]]:
+    """A build that lasts until its gate is set, and the keys it was asked to build."""
     gate = threading.Event()
     built: list[str] = []
 
@@ -138,6 +139,11 @@ def test_a_candidate_waits_for_its_extensions_build_and_is_built_once() -> None:
         gate.wait(30)
         return BuildResult(True, 0.5)
 
+    return gate, built, builder
+
+
+def test_a_candidate_waits_for_its_extensions_build_and_is_built_once() -> None:
+    gate, built, builder = held_builder()
     lane = Recording("lane")
     extension = job("k", source="from torch.utils.cpp_extension import load_inline\nclass ModelNew: pass\n")
     with Executor([lane], builder, build_workers=2) as executor:  # type: ignore[list-item]
@@ -154,14 +160,7 @@ def test_a_candidate_waits_for_its_extensions_build_and_is_built_once() -> None:
 
 
 def test_a_c_or_nvrtc_build_is_a_head_start_that_no_lane_waits_for() -> None:
-    gate = threading.Event()
-    built: list[str] = []
-
-    def builder(j: Job) -> BuildResult:
-        built.append(j.key)
-        gate.wait(30)
-        return BuildResult(True, 0.5)
-
+    gate, built, builder = held_builder()
     lane = Recording("lane")
     compiled = job("k", source='add = compile_c(SOURCE, "add")\nclass ModelNew: pass\n')
     with Executor([lane], builder, build_workers=2) as executor:  # type: ignore[list-item]
