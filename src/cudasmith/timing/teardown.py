@@ -10,34 +10,33 @@ sampler's next chunk lost samples ("CUPTI saw N samples of M") and honest kernel
 So a stop that tears down waits for the teardown: it makes CUDA API calls (a device synchronisation, which
 the judge captured before any solution loaded) until every thread that was not in the process before the
 stop has ended, or until `limit_s`. A thread started by the candidate in that time only makes the wait run
-to its limit; it changes no verdict.
+to its limit; it changes no verdict. What the candidate could replace to cut the wait short (the listing,
+the switch in the environment) can only cost it its own records, which is a rejection.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from typing import TypeVar
+
+from cudasmith.timing import clock
 
 # Kineto's switch, read at each stop.
 TEARDOWN = "TEARDOWN_CUPTI"
 LIMIT_S = 2.0
 _POLL_S = 0.001
 T = TypeVar("T")
+# Held before any solution loads: the wait runs after the candidate's calls, in the candidate's process.
+_listdir = os.listdir
 
 
 def threads() -> frozenset[int]:
     """The ids of this process's threads now."""
     try:
-        return frozenset(int(name) for name in os.listdir("/proc/self/task"))
+        return frozenset(int(name) for name in _listdir("/proc/self/task"))
     except OSError:
         return frozenset()
-
-
-def tears_down() -> bool:
-    """Whether a recording stopped now has Kineto tear CUPTI down."""
-    return os.environ.get(TEARDOWN, "") == "1"
 
 
 def await_teardown(
@@ -48,14 +47,14 @@ def await_teardown(
 ) -> float | None:
     """After a stop that tore CUPTI down: CUDA API calls (`api_call`) until no thread is left that was not
     in `before` (the threads before the stop), or `limit_s`; the seconds waited, or None at the limit."""
-    began = time.perf_counter()
+    began = clock.perf_counter()
     while True:
         api_call()  # the call in whose exit callback CUPTI is finalized, once the thread has armed it
         if not (listing() - before):
-            return time.perf_counter() - began
-        if time.perf_counter() - began >= limit_s:
+            return clock.perf_counter() - began
+        if clock.perf_counter() - began >= limit_s:
             return None
-        time.sleep(_POLL_S)
+        clock.sleep(_POLL_S)
 
 
 class Teardowns:
