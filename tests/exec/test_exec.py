@@ -129,8 +129,7 @@ def test_the_judges_own_failure_reaches_whoever_waits_and_close_cancels_the_queu
         executor.submit(job("late"))
 
 
-def held_builder() -> tuple[threading.Event, list[str], Callable[[Job], BuildResult]]:
-    """A build that lasts until its gate is set, and the keys it was asked to build."""
+def test_a_candidate_waits_for_its_build_and_is_built_once() -> None:
     gate = threading.Event()
     built: list[str] = []
 
@@ -139,16 +138,11 @@ def held_builder() -> tuple[threading.Event, list[str], Callable[[Job], BuildRes
         gate.wait(30)
         return BuildResult(True, 0.5)
 
-    return gate, built, builder
-
-
-def test_a_candidate_waits_for_its_extensions_build_and_is_built_once() -> None:
-    gate, built, builder = held_builder()
     lane = Recording("lane")
-    extension = job("k", source="from torch.utils.cpp_extension import load_inline\nclass ModelNew: pass\n")
+    compiled = job("k", source='add = compile_c(SOURCE, "add")\nclass ModelNew: pass\n')
     with Executor([lane], builder, build_workers=2) as executor:  # type: ignore[list-item]
-        executor.prebuild(extension)
-        future = executor.submit(extension)
+        executor.prebuild(compiled)
+        future = executor.submit(compiled)
         plain = executor.submit(job("plain"))
         assert plain.result(timeout=30).status == Status.CORRECT, "one that needs no build goes first"
         assert not future.done() and executor.stats().waiting_for_build == 1
@@ -157,17 +151,6 @@ def test_a_candidate_waits_for_its_extensions_build_and_is_built_once() -> None:
         stats = executor.stats()
     assert built == ["k"] and lane.got == ["plain", "k"]
     assert (stats.built, stats.build_failed, stats.build_s) == (1, 0, 0.5)
-
-
-def test_a_c_or_nvrtc_build_is_a_head_start_that_no_lane_waits_for() -> None:
-    gate, built, builder = held_builder()
-    lane = Recording("lane")
-    compiled = job("k", source='add = compile_c(SOURCE, "add")\nclass ModelNew: pass\n')
-    with Executor([lane], builder, build_workers=2) as executor:  # type: ignore[list-item]
-        future = executor.submit(compiled)
-        assert future.result(timeout=30).status == Status.CORRECT, "judged while its build still runs"
-        assert built == ["k"] and executor.stats().waiting_for_build == 0
-        gate.set()
 
 
 class BrokenOnce:

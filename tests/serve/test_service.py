@@ -15,7 +15,6 @@ import cudasmith
 from cudasmith.errors import HarnessError
 from cudasmith.exec import Job
 from cudasmith.exec.base import Executor
-from cudasmith.exec.prebuild import BuildResult
 from cudasmith.harness.options import EvalOptions
 from cudasmith.harness.verdict import Verdict
 from cudasmith.harness.wire.status import Status
@@ -80,11 +79,11 @@ def service(store: RunStore, lane: Scripted, **settings: object) -> JudgeService
     return JudgeService(store, Executor([lane], in_flight=2), ServeSettings(options, **settings))
 
 
-def finished(service: JudgeService, ids: list[int], timeout_s: float = WAIT_S) -> list[object]:
+def finished(service: JudgeService, ids: list[int]) -> list[object]:
     for id in ids:
         done = service.done(id)
         if done is not None:
-            done.result(timeout=timeout_s)
+            done.result(timeout=WAIT_S)
     return [service.state(id) for id in ids]
 
 
@@ -116,29 +115,6 @@ def test_identical_submissions_are_judged_once_and_a_resubmission_reuses_the_sto
         other = served.submit([candidate("# a\n", options={"seeds": 1})])[0]
         assert not finished(served, [other])[0].cached  # type: ignore[attr-defined]
         assert served.metrics().reused == 2 and served.metrics().judged == 4
-
-
-def test_a_candidate_with_a_c_or_nvrtc_kernel_is_judged_without_waiting_for_its_build_ahead(
-    store: RunStore,
-) -> None:
-    # Such a build is a head start (a judged worker compiles it in a fraction of a second); a lane left
-    # idle until a build worker had started and built it cost the server about a second a candidate.
-    held = threading.Event()
-
-    def builder(job: Job) -> BuildResult:
-        held.wait(WAIT_S)
-        return BuildResult(True, 0.0)
-
-    lane = Scripted()
-    executor = Executor([lane], builder, build_workers=1, in_flight=2)
-    options = EvalOptions(device="cpu", timing=False)
-    with JudgeService(store, executor, ServeSettings(options)) as served:
-        sources = [f'kernel = compile_c(SOURCE, "k{i}")\n' for i in range(2)]
-        ids = served.submit([candidate(source) for source in sources])
-        states = finished(served, ids, timeout_s=WAIT_S / 3)  # the build is held for WAIT_S
-        held.set()
-    assert all(state.state is State.DONE for state in states)  # type: ignore[attr-defined]
-    assert sorted(lane.judged) == sorted(sources)
 
 
 def test_a_requests_config_time_limit_is_its_sessions_and_in_its_key(store: RunStore) -> None:

@@ -3,10 +3,8 @@
     with LocalExecutor(["cuda:0", "cuda:1"]) as executor:
         futures = [executor.submit(job) for job in jobs]      # or: await executor.judge(job)
 
-A candidate first goes to the build pool when its import compiles something (see prebuild.py). One that
-builds a torch extension (tens of seconds) waits for its build; an NVRTC or C build is only a head start
-(ahead.py): its candidate is ready at once, and a judged worker that comes first compiles in a fraction of
-a second. Each lane has `in_flight` threads, each taking the next ready candidate (one of the
+A candidate first goes to the build pool when its import compiles something (see prebuild.py), then
+waits as ready. Each lane has `in_flight` threads, each taking the next ready candidate (one of the
 problem whose session the lane has open first, else the oldest) and judging it on the lane's backend: an
 in-process `Lane` for the local executor, a Ray actor for the Ray executor. A lane's session judges its
 candidates in flight at once, each timed alone (harness/lease.py). The scheduling, the queue and the
@@ -26,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from cudasmith.exec.jobs import Job
-from cudasmith.exec.prebuild import BuildResult, needs_build, slow_build
+from cudasmith.exec.prebuild import BuildResult, needs_build
 from cudasmith.harness.verdict import Verdict
 from cudasmith.jsontypes import JsonDict, JsonObject
 from cudasmith.wording import plural
@@ -240,15 +238,13 @@ class Executor:
 
     def submit(self, job: Job) -> Future[Verdict]:
         """Queue a candidate; its future holds the verdict (or the judge's own failure). It waits for its
-        extension's build, if one is under way; lanes take it once ready."""
+        build, if one is under way; lanes take it once ready."""
         future: Future[Verdict] = Future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the executor is closed")
             self._first_job = self._first_job or time.monotonic()
-            # A lane left waiting for a head start would lose more than the build saves.
-            waits = self._start_build(job) and slow_build(job.source)
-            self._entries.append(_Entry(job, future, ready=not waits))
+            self._entries.append(_Entry(job, future, ready=not self._start_build(job)))
             self._note_ready()
             self._lock.notify_all()
         return future
