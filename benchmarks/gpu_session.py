@@ -97,11 +97,16 @@ SWITCH_PROBE = (
 )  # fmt: skip
 
 
+# The steps whose outcome decides the switch for the steps after them (--event-records auto): the probe's
+# tests, and the races step's run under the default policy.
+SWITCH_DECIDERS = ("switch_probe", "stream_records_every")
+
+
 def chosen_switch(outcomes: list[Outcome]) -> str | None:
-    """CUDASMITH_CUDA_EVENT_RECORDS as the last step that tried it found it working ("1", or "" for off):
-    the switch_probe's tests, or the races step's run under the default policy; None where neither ran."""
+    """CUDASMITH_CUDA_EVENT_RECORDS as the last of SWITCH_DECIDERS that ran found it working ("1", or ""
+    for off); None where none ran."""
     for outcome in reversed(outcomes):
-        if outcome.name in ("switch_probe", "stream_records_every") and not outcome.skipped:
+        if outcome.name in SWITCH_DECIDERS and not outcome.skipped:
             return "1" if outcome.rc == 0 else ""
     return None
 
@@ -386,7 +391,7 @@ def main() -> int:
             print(f"== {step.name}: skipped ({outcomes[-1].skipped})", flush=True)
             continue
         outcomes.append(run_step(step, min(step.cap_s, left), args.out, env))
-        if step.name in ("stream_records_events", "switch_probe") and args.event_records == "auto":
+        if step.name in SWITCH_DECIDERS and args.event_records == "auto":
             switch = chosen_switch(outcomes)
             if switch is not None:
                 env["CUDASMITH_CUDA_EVENT_RECORDS"] = switch

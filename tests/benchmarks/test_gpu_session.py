@@ -136,3 +136,9 @@ def test_the_switch_is_handed_on_only_where_the_last_step_that_tried_it_found_it
     assert session.chosen_switch(ran(every=0) + probe(1)) == "", "the probe's tests failed under it"
     assert session.chosen_switch(ran(every=1) + probe(0)) == "1", "the probe ran the judge itself"
     assert session.chosen_switch(ran(every=0) + probe(None, "no time")) == "1", "a skipped probe says nothing"
+
+
+def test_the_steps_that_decide_the_switch_are_steps_it_runs(session: ModuleType, tmp_path: Path) -> None:
+    # A decider misnamed would never hand the switch on (the races step once named one run and read another).
+    names = {step.name for group in session.steps(tmp_path, 600.0).values() for step in group}
+    assert set(session.SWITCH_DECIDERS) <= names
