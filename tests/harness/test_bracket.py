@@ -5,7 +5,13 @@ test_exploits.py (a forged start time caught, its honest twin judged correct).""
 
 from __future__ import annotations
 
+import os
+import time
+from dataclasses import replace
+
+import cudasmith.timing.calling as calling
 from cudasmith.harness.walls.cputime import ThreadTimes, thread_times
+from cudasmith.harness.wire.messages import Calibrate
 from cudasmith.harness.wire.outputs import Calibrated, Timed
 from cudasmith.harness.witnesses.bracket import (
     CPU_MIN_PER_CALL_S,
@@ -14,6 +20,8 @@ from cudasmith.harness.witnesses.bracket import (
     calibration_plan,
     faster_than_clock,
 )
+from cudasmith.harness.workers.forward import CandidateCalls
+from cudasmith.timing.measure import measure
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
 CPU_CALIBRATION = Calibration(call_thread=1, cpu_per_call_s=20e-6, wall_per_sample_s=0.0)
@@ -116,8 +124,44 @@ def test_a_calibration_is_what_the_empty_calls_cost_beyond_their_own_time() -> N
     assert calibration.call_thread == 7
     assert abs(calibration.cpu_per_call_s - (0.0031 - 0.0026) / 26) < 1e-12
     assert abs(calibration.wall_per_sample_s - (0.0264 - 0.0024) / 24) < 1e-12
-    plan = calibration_plan(TimingPlan(), gpu=False)
-    assert plan.min_samples == plan.max_samples and plan.l2_state == "hot" and plan.warmup_ms == 0.0
+    for state in ("cold", "hot"):
+        plan = calibration_plan(TimingPlan(l2_state=state), gpu=False)
+        assert plan.min_samples == plan.max_samples and plan.warmup_ms == 0.0
+        assert plan.l2_state == state, "the call thread's eviction is calibrated as the timed calls make it"
+
+
+def test_an_honest_call_on_a_core_whose_eviction_is_costly_is_not_refused(monkeypatch) -> None:
+    """On an H100's host, the call thread's eviction of its core's caches (a 4 MiB write) cost 1.4 ms of
+    its CPU time per call, beyond the fixed allowance, and an honest 0.25 ms C kernel was refused. A call
+    thread whose eviction writes 64 MiB stands for such a core here: calibrated with the cold calls' own
+    eviction, the honest calls pass; calibrated hot (as before), the same calls were refused."""
+    monkeypatch.setattr(calling, "PRIVATE_FLUSH_BYTES", 64 * 1024**2)
+    thread = calling.CallThread()
+    monkeypatch.setattr(calling, "_call_thread", thread)
+    plan = TimingPlan(l2_state="cold", warmup_calls=2, warmup_ms=0.0, min_samples=60, max_samples=60,
+                      min_sampling_s=0.0)  # fmt: skip
+    calls = CandidateCalls(guard=None, problem=None, device="cpu", exporter=None)  # type: ignore[arg-type]
+
+    def calibration(state: str) -> Calibration:
+        calibrate = Calibrate(calibration_plan(replace(plan, l2_state=state), gpu=False))
+        return Calibration.of(calls.calibrate(calibrate), thread.native_id)
+
+    def spin(index: int) -> int:
+        ends = time.thread_time() + 200e-6
+        while time.thread_time() < ends:
+            pass
+        return index
+
+    cold, hot = calibration("cold"), calibration("hot")
+    before = thread_times(os.getpid(), thread.native_id)
+    measurement = measure(spin, 1, "cpu", plan)
+    after = thread_times(os.getpid(), thread.native_id)
+    assert before is not None and after is not None
+    reading = Reading(wall_s=0.0, call=after.since(before), main=None)
+    reply = Timed(measurement, input_sets=1)
+    assert cold.cpu_per_call_s > CPU_MIN_PER_CALL_S, "the eviction is what each call costs beyond its time"
+    assert faster_than_clock(reading, cold, reply, 0, gpu=False) is None
+    assert faster_than_clock(reading, hot, reply, 0, gpu=False) is not None
 
 
 def test_the_kernel_s_counts_of_a_thread_are_read() -> None:

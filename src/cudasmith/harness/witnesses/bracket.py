@@ -60,11 +60,12 @@ CALIBRATION_WARMUP_CALLS = 2
 
 
 def calibration_plan(plan: TimingPlan, gpu: bool) -> TimingPlan:
-    """The session's plan for the judge's empty calls: a fixed number of samples, queued; on the CPU with a
-    hot cache (the last-level cache's flush is the main thread's, which the CPU's bound does not read)."""
+    """The session's plan for the judge's empty calls: a fixed number of samples, queued, with the plan's
+    cache state. On the CPU a cold call thread first evicts its own core's caches (timing/calling.py), which
+    its CPU time counts: calibrated hot, that eviction was left out, and on a server core whose 4 MiB write
+    costs 1.4 ms (an H100 host) an honest C kernel of 0.25 ms a call was refused by the CPU's bound."""
     return replace(
         plan,
-        l2_state=plan.l2_state if gpu else "hot",
         launch="queued",
         warmup_calls=CALIBRATION_WARMUP_CALLS,
         warmup_ms=0.0,
