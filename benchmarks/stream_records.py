@@ -2,9 +2,9 @@
 (harness/workers/races/streams.py) is built from, for a few patterns of side-stream work, and the graph's
 reading of each. Run it where a new torch or driver is met, before trusting the race check there.
 
-    python benchmarks/stream_records.py [--raw] [--hang-s 30]
-    CUDASMITH_CUDA_EVENT_RECORDS=1 python benchmarks/stream_records.py   # the judge's switch of CUPTI's
-                                                                        # event records (recording.py)
+    python benchmarks/stream_records.py [--raw] [--hang-s 30]   # with the judge's switch of CUPTI's event
+                                                                # records (recording.py), on by default
+    CUDASMITH_CUDA_EVENT_RECORDS=0 python benchmarks/stream_records.py   # with it off
 
 For each pattern the judge's own steps are taken as in a correctness call (workers/forward.py): its
 recording starts, its canary wait is issued on the caller's stream, the pattern runs, the end-of-forward
@@ -15,7 +15,9 @@ prints every thread's Python stack after --hang-s and exits (on torch 2.11, with
 switched on and CUPTI left attached between recordings, TEARDOWN_CUPTI=0, the judge's own cuEventRecord hung
 here at the third recording, on the H200 and on the H100). Last, it prints what a launch costs the host
 before the first recording and after the last: a CUPTI left attached between recordings shows there (on
-the H100, +46 % with the switch off, torch 2.11's default), in every timed call that follows.
+the H100, +46 % with the switch off, torch 2.11's default), in every timed call that follows; and what each
+recording's start and stop took on the wall, a call's (the correctness recording) and the timing's: where
+CUPTI is torn down at a stop, the next start attaches it again.
 """
 
 from __future__ import annotations
@@ -126,11 +128,24 @@ def timing_recording_whole(x: torch.Tensor) -> bool:
     """One recording of the timing sampler's kind (timing/activity.ActivityRecorder, as its chunks of
     samples are recorded) right after a call's recording stopped: whether it saw every kernel launched in it
     (a teardown of CUPTI that ends inside it loses them: "CUPTI saw N samples of M")."""
+    began = time.perf_counter()
     recorder = ActivityRecorder()
+    _costs["timing start"].append(time.perf_counter() - began)
     for _ in range(TIMED_KERNELS):
         x.mul_(1.0)
     torch.cuda.synchronize()
-    return len(recorder.stop()) >= TIMED_KERNELS
+    began = time.perf_counter()
+    seen = recorder.stop()
+    _costs["timing stop"].append(time.perf_counter() - began)
+    return len(seen) >= TIMED_KERNELS
+
+
+# Wall seconds of each recording's start and stop, by kind: what the switch and its teardowns cost a call.
+_costs: dict[str, list[float]] = {"call start": [], "call stop": [], "timing start": [], "timing stop": []}
+
+
+def _median_ms(values: list[float]) -> str:
+    return f"{sorted(values)[len(values) // 2] * 1e3:.1f}" if values else "-"
 
 
 def launch_us(x: torch.Tensor, launches: int = 2000) -> float:
@@ -188,12 +203,16 @@ def main() -> int:
             caller = torch.cuda.current_stream()
             mark = marker.bound(caller)
             observation = Observation(True)
+            began = time.perf_counter()
             observation.start()
+            _costs["call start"].append(time.perf_counter() - began)
             marker.canary(caller)
             call(x, side)
             mark()
             torch.cuda.synchronize()
+            began = time.perf_counter()
             _, work, graphs, syncs = observation.stop()
+            _costs["call stop"].append(time.perf_counter() - began)
             whole = timing_recording_whole(x)
             rest, returned = marker.split(work)
             graph = _race(rest, syncs, returned, waits_read(syncs), graphs)
@@ -257,6 +276,14 @@ def main() -> int:
             )
             + f"; not ended within their limit: {teardowns.unfinished}"
         )
+    console.print(
+        "wall ms of a recording's start and stop, median (most): "
+        + "; ".join(
+            f"{kind} {_median_ms(values)} ({max(values) * 1e3:.1f})"
+            for kind, values in _costs.items()
+            if values
+        )
+    )
     console.print(
         f"host cost of a launch and an event record: {before_us:.2f} us before the first recording, "
         f"{after_us:.2f} us after the last ({after_us / before_us - 1:+.1%})"
