@@ -131,9 +131,9 @@ def test_the_switch_is_handed_on_only_where_the_last_step_that_tried_it_found_it
     assert session.chosen_switch([session.Outcome("tests", 0, 1.0, False)]) is None  # the step did not run
     assert session.chosen_switch(ran(off=1)) is None  # the switch's own run has not happened yet
     assert session.chosen_switch(ran(off=1, every=0)) == "1"
-    assert session.chosen_switch(ran(off=1, every=None)) == ""  # it hung (killed)
-    assert session.chosen_switch(ran(off=0, every=1, events=0)) == ""  # the default policy read otherwise
-    assert session.chosen_switch(ran(every=0) + probe(1)) == "", "the probe's tests failed under it"
+    assert session.chosen_switch(ran(off=1, every=None)) == "0"  # it hung (killed)
+    assert session.chosen_switch(ran(off=0, every=1, events=0)) == "0"  # the default policy read otherwise
+    assert session.chosen_switch(ran(every=0) + probe(1)) == "0", "the probe's tests failed under it"
     assert session.chosen_switch(ran(every=1) + probe(0)) == "1", "the probe ran the judge itself"
     assert session.chosen_switch(ran(every=0) + probe(None, "no time")) == "1", "a skipped probe says nothing"
 

@@ -198,8 +198,12 @@ def test_the_switch_of_event_records_sets_kinetos_teardown_per_stop_by_the_judge
     assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", TEARDOWN_CUPTI="0") == (0, "True every 1")
     assert worker(CUDASMITH_CUDA_EVENT_RECORDS="1", CUDASMITH_CUPTI_TEARDOWN="events") == (0, "True events 1")
     assert worker(CUDASMITH_CUDA_EVENT_RECORDS="once") == (0, "False - None")  # no longer a switch
-    assert worker(TEARDOWN_CUPTI="1") == (0, "False - 1"), "the switch off leaves Kineto's own alone"
-    assert worker() == (0, "False - None")
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="0", TEARDOWN_CUPTI="1") == (0, "False - 1"), (
+        "the switch off leaves Kineto's own alone"
+    )
+    assert worker(CUDASMITH_CUDA_EVENT_RECORDS="0") == (0, "False - None")
+    assert worker() == (0, "True every 1"), "on by default, since the GPU suite passed under it"
+    assert worker(TEARDOWN_CUPTI="0") == (0, "True every 1")
     code_, said = worker(CUDASMITH_CUDA_EVENT_RECORDS="1", CUDASMITH_CUPTI_TEARDOWN="sometimes")
     assert code_ != 0 and "unknown teardown policy 'sometimes'" in said
 

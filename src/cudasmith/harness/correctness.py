@@ -53,7 +53,8 @@ BUILD_NOTE_S = 1.0
 SIDE_STREAMS_UNREAD = (
     "work ran on a stream beside the caller's, and this torch's profiler did not say what each wait waited "
     "for: only the end-of-forward marker checked it, which misses side work that ended early without a wait "
-    "(CUDASMITH_CUDA_EVENT_RECORDS=1 has the judge read the waits; eval --explain-defences)"
+    "(the judge reads the waits with its switch of CUPTI's event records, on unless "
+    "CUDASMITH_CUDA_EVENT_RECORDS=0; eval --explain-defences)"
 )
 
 

@@ -180,8 +180,9 @@ DEFENCES = (
         "so is a self-wait; the end-of-forward marker is the second detector",
         "the legacy default stream's implicit synchronisation with blocking streams (named a race: wait "
         "explicitly); records forged in the process; a torch whose profiler does not say which record a wait "
-        "waited for (2.11: only the marker, which misses side work that ended early, unless "
-        "CUDASMITH_CUDA_EVENT_RECORDS=1 has the judge switch CUPTI's event records on; not yet the default)",
+        "waited for and where the judge's switch of CUPTI's event records is off or fails "
+        "(CUDASMITH_CUDA_EVENT_RECORDS=0; torch 2.11 needs it): only the marker, which misses side work "
+        "that ended early",
     ),
 )
 

@@ -85,8 +85,9 @@ def split_events(
 # CUPTI's activity kind of a CUDA event's record (cupti_activity.h). Kineto reads these records where it
 # finds them, and names from them the stream and call a wait's event was recorded in (races/streams.py); it
 # does not ask for them itself on every torch (2.11 did not), so the judge can switch the kind on around a
-# recording of its own and off before Kineto stops. The switch is off unless CUDASMITH_CUDA_EVENT_RECORDS=1
-# (read once, as the worker imports this module, before any solution).
+# recording of its own and off before Kineto stops. The switch is on unless CUDASMITH_CUDA_EVENT_RECORDS is
+# set to anything but 1 (=0 switches it off; read once, as the worker imports this module, before any
+# solution).
 #
 # Under the switch, CUPTI must not stay attached from one recording with the kind on to the next: the
 # judge's own cuEventRecord hung at the third such recording on the H200 and the H100
@@ -95,10 +96,12 @@ def split_events(
 # (2026-12-07) refused honest kernels in nearly every timed evaluation: the timing sampler's next chunk of
 # samples lost its records ("records ... cut off while timed"). So the judge sets Kineto's switch around
 # each stop (timing/teardown.py's policy, CUDASMITH_CUPTI_TEARDOWN; by default every stop tears down), and
-# a stop that tore down waits until the teardown has ended. The switch stays off by default until the GPU
-# suite has passed under it (benchmarks/gpu_session.py, step switch_probe, then tests).
+# a stop that tore down waits until the teardown has ended. On an H100 (2026-12-07, gpu_session.py) the
+# whole GPU suite passed under it, 64 of 64, the two race cheats rejected for their rule, so it is on by
+# default. It costs time: the suite took 976 s against 714 s with the switch off (the same 64 tests, a day
+# apart), 2 to 5 s more per evaluation, as CUPTI is attached again after every teardown.
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
-SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", "") == "1"
+SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", "1") == "1"
 if SWITCH_EVENT_RECORDS:
     teardowns.configure(os.environ.get("CUDASMITH_CUPTI_TEARDOWN", "every"))
 
