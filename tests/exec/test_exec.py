@@ -449,6 +449,33 @@ def test_a_session_starts_no_more_workers_ahead_than_the_executor_has_candidates
         assert judge.pool.started <= 3 + 1, "one worker per candidate, and the floor's one ahead"
 
 
+def test_a_session_opened_for_a_lone_candidate_keeps_more_ahead_once_more_wait() -> None:
+    """A service queues candidates one by one, so the executor may hand out a problem's first before the
+    rest are queued: its session opens with one worker ahead. When more wait for it later, it keeps as many
+    ahead as its own count allows (it used to keep one for its whole life, whatever was in flight)."""
+    from cudasmith.harness.session import Judge
+
+    opened: list[Judge] = []
+
+    def factory(problem: Problem, options: EvalOptions) -> Judge:
+        opened.append(Judge(problem, options))
+        return opened[-1]
+
+    quick = EvalOptions(device="cpu", seeds_per_config=1, timing=False, seed=5)
+    source = (SOLUTIONS / "optimize" / "add_fast.py").read_text()
+    lane = Lane("cpu", factory, in_flight=3)
+    try:
+        lone = Job("c0", ProblemRef.of(ADD), quick, source, "c0.py", queued_alike=0, handed_out=1)
+        assert lane.judge(lone).status == Status.CORRECT
+        judge = opened[0]
+        assert judge.options.warm_workers == 1 and judge.pool.size == 1, "opened for the one candidate"
+        later = Job("c1", ProblemRef.of(ADD), quick, f"# 1\n{source}", "c1.py", queued_alike=5, handed_out=2)
+        assert lane.judge(later).status == Status.CORRECT
+        assert len(opened) == 1 and judge.pool.size == 3, "five wait: as many ahead as three in flight"
+    finally:
+        lane.close()
+
+
 def test_a_session_heeds_the_latest_count_of_candidates_waiting_for_it() -> None:
     from cudasmith.harness.session import Judge
 

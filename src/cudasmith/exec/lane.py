@@ -141,11 +141,16 @@ class Lane:
             with self._cond:  # the scratch folder is the lane's: files go there under its lock
                 problem = job.problem.load(self.scratch)
             in_flight = job.options.in_flight or self.in_flight
-            options = replace(job.options, device=self.device, in_flight=in_flight)
+            options = own = replace(job.options, device=self.device, in_flight=in_flight)
             if job.queued_alike is not None and options.warm_workers is None:
-                # Workers ahead for this candidate and those queued behind it, not more.
+                # Workers started now for this candidate and those queued behind it, not more.
                 options = replace(options, warm_workers=min(options.warm(), 1 + job.queued_alike))
             session = entry.stack.enter_context(self.factory(problem, options))
+            if hasattr(session, "warm_most"):
+                # Later counts may grow the pool back to the session's own: a service's candidates arrive
+                # one by one, and its first, handed out before the rest were queued, would have kept one
+                # worker ahead for the session's whole life (with two or more in flight).
+                session.warm_most = max(1, own.warm())
             _expect(session, job)
         except BaseException:
             entry.stack.close()

@@ -131,6 +131,9 @@ class Judge:
             calibration_plan(self.plan, options.on_gpu) if options.timing and options.defences else None
         )
         self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate, calibrate)
+        # The most workers expect() keeps ahead: the session's own count, which a lane that opened it with
+        # fewer (only those queued for it at the time) sets back (exec/lane.py).
+        self.warm_most = max(1, options.warm())
         self.pool.top_up()
         self.startup.mark("candidate workers spawned")
         names = options.baselines or default_baselines(options.device)
@@ -385,7 +388,7 @@ class Judge:
             if order < self._expected_at:
                 return
             self._expected_at = order
-            self.pool.size = min(self.options.warm(), max(queued, self.options.warm_floor()))
+            self.pool.size = min(self.warm_most, max(queued, self.options.warm_floor()))
 
     def judge_many(self, solutions: Iterable[str | Path]) -> Iterator[Verdict]:
         """Judge the solutions, `in_flight` at once; verdicts come in the order given."""
