@@ -425,20 +425,31 @@ def test_a_lane_judges_a_problem_again_in_its_open_session(tmp_path: Path) -> No
     assert len(Gated.opened) == 2, "two problems, one session each: both stay open"
 
 
+def _real_judges() -> tuple[list[Any], Callable[[Problem, EvalOptions], Any]]:
+    """The judge sessions a factory opened (the real Judge), and the factory."""
+    from cudasmith.harness.session import Judge
+
+    opened: list[Any] = []
+
+    def factory(problem: Problem, options: EvalOptions) -> Any:
+        opened.append(Judge(problem, options))
+        return opened[-1]
+
+    return opened, factory
+
+
+def _quick_add() -> tuple[EvalOptions, str]:
+    """Options that judge add_small quickly on the CPU (no timing), and an honest solution's source."""
+    quick = EvalOptions(device="cpu", seeds_per_config=1, timing=False, seed=5)
+    return quick, (SOLUTIONS / "optimize" / "add_fast.py").read_text()
+
+
 def test_a_session_starts_no_more_workers_ahead_than_the_executor_has_candidates_for_it() -> None:
     """Three candidates of one problem, three in flight: the executor tells the lane how many are queued
     behind each, and the session starts a worker for each and keeps only its floor of one ahead after
     the last; by its own count it would start three ahead and top them up after every take (six)."""
-    opened: list[Any] = []
-
-    def factory(problem: Problem, options: EvalOptions) -> Any:
-        from cudasmith.harness.session import Judge
-
-        opened.append(Judge(problem, options))
-        return opened[-1]
-
-    quick = EvalOptions(device="cpu", seeds_per_config=1, timing=False, seed=5)
-    source = (SOLUTIONS / "optimize" / "add_fast.py").read_text()
+    opened, factory = _real_judges()
+    quick, source = _quick_add()
     jobs = [Job(f"c{i}", ProblemRef.of(ADD), quick, f"# copy {i}\n{source}", f"c{i}.py") for i in range(3)]
     with LocalExecutor(["cpu"], build_workers=0, factory=factory, in_flight=3) as executor:
         futures = [executor.submit(j) for j in jobs]
@@ -453,16 +464,8 @@ def test_a_session_opened_for_a_lone_candidate_keeps_more_ahead_once_more_wait()
     """A service queues candidates one by one, so the executor may hand out a problem's first before the
     rest are queued: its session opens with one worker ahead. When more wait for it later, it keeps as many
     ahead as its own count allows (it used to keep one for its whole life, whatever was in flight)."""
-    from cudasmith.harness.session import Judge
-
-    opened: list[Judge] = []
-
-    def factory(problem: Problem, options: EvalOptions) -> Judge:
-        opened.append(Judge(problem, options))
-        return opened[-1]
-
-    quick = EvalOptions(device="cpu", seeds_per_config=1, timing=False, seed=5)
-    source = (SOLUTIONS / "optimize" / "add_fast.py").read_text()
+    opened, factory = _real_judges()
+    quick, source = _quick_add()
     lane = Lane("cpu", factory, in_flight=3)
     try:
         lone = Job("c0", ProblemRef.of(ADD), quick, source, "c0.py", queued_alike=0, handed_out=1)
