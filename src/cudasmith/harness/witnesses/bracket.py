@@ -62,8 +62,9 @@ CALIBRATION_WARMUP_CALLS = 2
 def calibration_plan(plan: TimingPlan, gpu: bool) -> TimingPlan:
     """The session's plan for the judge's empty calls: a fixed number of samples, queued, with the plan's
     cache state. On the CPU a cold call thread first evicts its own core's caches (timing/calling.py), which
-    its CPU time counts: calibrated hot, that eviction was left out, and on a server core whose 4 MiB write
-    costs 1.4 ms (an H100 host) an honest C kernel of 0.25 ms a call was refused by the CPU's bound."""
+    its CPU time counts: calibrated hot, that eviction was left out, and on an H100's host, where each cold
+    call cost its thread about 1.4 ms beyond its own time, an honest C kernel of 0.25 ms a call was refused
+    by the CPU's bound."""
     return replace(
         plan,
         launch="queued",

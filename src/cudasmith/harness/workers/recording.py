@@ -98,8 +98,9 @@ def split_events(
 # each stop (timing/teardown.py's policy, CUDASMITH_CUPTI_TEARDOWN; by default every stop tears down), and
 # a stop that tore down waits until the teardown has ended. On an H100 (2026-12-07, gpu_session.py) the
 # whole GPU suite passed under it, 64 of 64, the two race cheats rejected for their rule, so it is on by
-# default. It costs time: the suite took 976 s against 714 s with the switch off (the same 64 tests, a day
-# apart), 2 to 5 s more per evaluation, as CUPTI is attached again after every teardown.
+# default. It costs time: the suite took 976 s against 714 s with the switch off (the same 64 tests, hours
+# apart), 2 to 5 s more per evaluation; most likely the start of each recording, which attaches CUPTI again
+# after a teardown (benchmarks/stream_records.py prints each start's and stop's time; not yet run there).
 CUPTI_ACTIVITY_KIND_CUDA_EVENT = 36
 SWITCH_EVENT_RECORDS = os.environ.get("CUDASMITH_CUDA_EVENT_RECORDS", "1") == "1"
 if SWITCH_EVENT_RECORDS:
