@@ -23,11 +23,12 @@ CUPTI is torn down at a stop, the next start attaches it again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 from rich.table import Table
@@ -128,20 +129,26 @@ def timing_recording_whole(x: torch.Tensor) -> bool:
     """One recording of the timing sampler's kind (timing/activity.ActivityRecorder, as its chunks of
     samples are recorded) right after a call's recording stopped: whether it saw every kernel launched in it
     (a teardown of CUPTI that ends inside it loses them: "CUPTI saw N samples of M")."""
-    began = time.perf_counter()
-    recorder = ActivityRecorder()
-    _costs["timing start"].append(time.perf_counter() - began)
+    with _costing("timing start"):
+        recorder = ActivityRecorder()
     for _ in range(TIMED_KERNELS):
         x.mul_(1.0)
     torch.cuda.synchronize()
-    began = time.perf_counter()
-    seen = recorder.stop()
-    _costs["timing stop"].append(time.perf_counter() - began)
+    with _costing("timing stop"):
+        seen = recorder.stop()
     return len(seen) >= TIMED_KERNELS
 
 
 # Wall seconds of each recording's start and stop, by kind: what the switch and its teardowns cost a call.
 _costs: dict[str, list[float]] = {"call start": [], "call stop": [], "timing start": [], "timing stop": []}
+
+
+@contextlib.contextmanager
+def _costing(kind: str) -> Iterator[None]:
+    """The wall time of what runs inside, kept under `kind` in _costs."""
+    began = time.perf_counter()
+    yield
+    _costs[kind].append(time.perf_counter() - began)
 
 
 def _median_ms(values: list[float]) -> str:
@@ -203,16 +210,14 @@ def main() -> int:
             caller = torch.cuda.current_stream()
             mark = marker.bound(caller)
             observation = Observation(True)
-            began = time.perf_counter()
-            observation.start()
-            _costs["call start"].append(time.perf_counter() - began)
+            with _costing("call start"):
+                observation.start()
             marker.canary(caller)
             call(x, side)
             mark()
             torch.cuda.synchronize()
-            began = time.perf_counter()
-            _, work, graphs, syncs = observation.stop()
-            _costs["call stop"].append(time.perf_counter() - began)
+            with _costing("call stop"):
+                _, work, graphs, syncs = observation.stop()
             whole = timing_recording_whole(x)
             rest, returned = marker.split(work)
             graph = _race(rest, syncs, returned, waits_read(syncs), graphs)

@@ -109,7 +109,7 @@ def _calibration_s(device: str, task: str) -> float:
     try:
         worker.request(Ping(), 300, "starting")
         worker.request(Prepare(), 300, "preparing")
-        plan = calibration_plan(default_plan(device), device == "cuda")
+        plan = calibration_plan(default_plan(device))
         started = time.perf_counter()
         worker.request(Calibrate(plan), 300, "calibrating")
         return time.perf_counter() - started

@@ -125,7 +125,7 @@ def test_a_calibration_is_what_the_empty_calls_cost_beyond_their_own_time() -> N
     assert abs(calibration.cpu_per_call_s - (0.0031 - 0.0026) / 26) < 1e-12
     assert abs(calibration.wall_per_sample_s - (0.0264 - 0.0024) / 24) < 1e-12
     for state in ("cold", "hot"):
-        plan = calibration_plan(TimingPlan(l2_state=state), gpu=False)
+        plan = calibration_plan(TimingPlan(l2_state=state))
         assert plan.min_samples == plan.max_samples and plan.warmup_ms == 0.0
         assert plan.l2_state == state, "the call thread's eviction is calibrated as the timed calls make it"
 
@@ -143,7 +143,7 @@ def test_an_honest_call_on_a_core_whose_eviction_is_costly_is_not_refused(monkey
     calls = CandidateCalls(guard=None, problem=None, device="cpu", exporter=None)  # type: ignore[arg-type]
 
     def calibration(state: str) -> Calibration:
-        calibrate = Calibrate(calibration_plan(replace(plan, l2_state=state), gpu=False))
+        calibrate = Calibrate(calibration_plan(replace(plan, l2_state=state)))
         return Calibration.of(calls.calibrate(calibrate), thread.native_id)
 
     def spin(index: int) -> int:

@@ -127,9 +127,7 @@ class Judge:
         self.bar = ConfirmBar()  # what a screened candidate must come near to be confirmed (confirm.py)
         gate = self.lease.prepares if options.on_gpu else None
         # Where the parent's clock will check timed calls, each worker first times the judge's empty calls.
-        calibrate = (
-            calibration_plan(self.plan, options.on_gpu) if options.timing and options.defences else None
-        )
+        calibrate = calibration_plan(self.plan) if options.timing and options.defences else None
         self.pool = WorkerPool(self._start_candidate, max(1, options.warm()), candidates, gate, calibrate)
         # The most workers expect() keeps ahead: the session's own count, which a lane that opened it with
         # fewer (only those queued for it at the time) sets back (exec/lane.py).

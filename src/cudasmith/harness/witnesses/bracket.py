@@ -59,7 +59,7 @@ CALIBRATION_SAMPLES = 24
 CALIBRATION_WARMUP_CALLS = 2
 
 
-def calibration_plan(plan: TimingPlan, gpu: bool) -> TimingPlan:
+def calibration_plan(plan: TimingPlan) -> TimingPlan:
     """The session's plan for the judge's empty calls: a fixed number of samples, queued, with the plan's
     cache state. On the CPU a cold call thread first evicts its own core's caches (timing/calling.py), which
     its CPU time counts: calibrated hot, that eviction was left out, and on an H100's host, where each cold
