@@ -4,6 +4,8 @@ state tampered with, never a verdict reached on less."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cudasmith.harness.wire.messages import TimeSpec
@@ -12,12 +14,18 @@ from cudasmith.harness.witnesses.rechecks import kept_enough, missing_evidence
 from cudasmith.timing.protocol import Measurement, TimingPlan
 
 SPEC = TimeSpec(0, {}, 1, (11, 12, 13, 14), TimingPlan(), retain_bytes=1024)
-OUTPUT = OutputRef("float32", [8], "shm", 32, name="cudasmith-t-1")
+
+
+def _outputs(count: int) -> list[OutputRef]:
+    """`count` outputs of 32 bytes, each in its own range of one arena."""
+    return [
+        OutputRef("float32", [8], "shm", 32, offset=64 * i, name="cudasmith-t-arena") for i in range(count)
+    ]
 
 
 def _timed(samples: int, kept: list[TimedCheck]) -> Timed:
     measurement = Measurement([1.0] * samples, "perf_counter", TimingPlan())
-    return Timed(measurement, input_sets=4, checks=kept, outputs=[OUTPUT] * sum(k.n_outputs for k in kept))
+    return Timed(measurement, input_sets=4, checks=kept, outputs=_outputs(sum(k.n_outputs for k in kept)))
 
 
 def _kept(calls: range) -> list[TimedCheck]:
@@ -66,13 +74,29 @@ def test_kept_calls_must_account_for_the_outputs() -> None:
     assert "do not account" in str(kept_enough(short, SPEC, output_bytes=32))
 
 
+def test_two_kept_calls_whose_outputs_share_memory_are_refused() -> None:
+    """One right answer referred to by every kept call would pass whichever call is drawn, if calls' inputs
+    were alike: each kept call's outputs are copies of their own, so overlapping ranges are a forgery."""
+    reply = _timed(3, _kept(range(3)))
+    assert kept_enough(reply, SPEC, output_bytes=32) is None
+    for overlapping in (replace(reply.outputs[2], offset=16), reply.outputs[0]):
+        forged = replace(reply, outputs=[*reply.outputs[:2], overlapping])
+        assert "same memory" in str(kept_enough(forged, SPEC, output_bytes=32))
+    elsewhere = replace(
+        reply, outputs=[*reply.outputs[:2], replace(reply.outputs[0], name="cudasmith-t-other")]
+    )
+    assert kept_enough(elsewhere, SPEC, output_bytes=32) is None
+    ipc = [OutputRef("float32", [8], "cuda_ipc", 32, "ab" * 64, 0, 1024)] * 3
+    assert "same memory" in str(kept_enough(replace(reply, outputs=ipc), SPEC, output_bytes=32))
+
+
 def test_calls_whose_samples_a_gpu_did_not_keep_still_number_the_kept_ones() -> None:
     # On the H200 an honest cold-L2 kernel was refused: where some calls' samples are not kept, the kept
     # calls' numbers run past the samples. The calls made bound them, not the samples.
     measurement = Measurement([1.0] * 9, "cupti", TimingPlan(), discarded=3, calls=12)
     kept = [TimedCheck(call, call % 4, 1000 + call, 1) for call in (0, 4, 11)]
-    reply = Timed(measurement, input_sets=4, checks=kept, outputs=[OUTPUT] * 3)
+    reply = Timed(measurement, input_sets=4, checks=kept, outputs=_outputs(3))
     assert kept_enough(reply, SPEC, output_bytes=512) is None
     beyond = [*kept[:2], TimedCheck(12, 0, 1012, 1)]
-    reply = Timed(measurement, input_sets=4, checks=beyond, outputs=[OUTPUT] * 3)
+    reply = Timed(measurement, input_sets=4, checks=beyond, outputs=_outputs(3))
     assert "not distinct" in str(kept_enough(reply, SPEC, output_bytes=512))

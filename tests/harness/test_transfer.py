@@ -21,7 +21,7 @@ from cudasmith.harness.wire.transfer import (
 pytestmark = pytest.mark.skipif(not shared_memory_available(), reason="no writable /dev/shm here")
 
 
-def test_outputs_arrive_bit_for_bit_and_the_files_are_gone() -> None:
+def test_outputs_arrive_bit_for_bit_and_the_arena_goes_with_the_worker() -> None:
     exporter = Exporter("t" + os.urandom(4).hex())
     tensors = [torch.randn(3, 5), torch.tensor([float("nan"), -0.0]), torch.arange(7, dtype=torch.int64),
                torch.ones(2, dtype=torch.bool), torch.empty(0, 4)]  # fmt: skip
@@ -31,24 +31,56 @@ def test_outputs_arrive_bit_for_bit_and_the_files_are_gone() -> None:
         assert got.dtype == sent.dtype and got.shape == sent.shape
         assert torch.equal(got.reshape(-1).view(torch.uint8), sent.contiguous().reshape(-1).view(torch.uint8))
     exporter.release()
-    assert not list(shared_memory_folder(exporter.token).glob(f"cudasmith-{exporter.token}-*"))
+    files = list(shared_memory_folder(exporter.token).iterdir())
+    assert [file.name for file in files] == [f"cudasmith-{exporter.token}-arena"], "one file, kept for reuse"
     sweep_shared(exporter.token)
     assert not shared_memory_folder(exporter.token).exists()
 
 
-def test_outputs_kept_in_shared_memory_are_read_where_they_lie_and_others_let_go() -> None:
+def test_outputs_kept_in_shared_memory_are_read_where_they_lie_and_their_memory_reused() -> None:
     """A timed call's outputs are copied once, into shared memory (Exporter.shared): the judge's worker
-    reads them there; those made and not exported go at the next export."""
+    reads them there. Once released, the next request carves the same memory again: its pages are not made
+    and let go of again for every output."""
     exporter = Exporter("t" + os.urandom(4).hex())
     output = torch.randn(5, 3)
     kept, dropped = exporter.shared(output), exporter.shared(output)
     kept.copy_(output)
     (reference,) = exporter.export([kept])
-    folder = shared_memory_folder(exporter.token)
-    assert reference.kind == "shm" and (folder / reference.name).exists()
-    assert len(list(folder.iterdir())) == 1, "the one not exported is let go of"
+    assert reference.kind == "shm" and dropped.shape == output.shape
     (copy,) = import_outputs([reference], exporter.token, "cpu")
-    assert torch.equal(copy, output) and dropped.shape == output.shape
+    assert torch.equal(copy, output)
+    exporter.release()
+    again = torch.randn(5, 3)
+    (reused,) = exporter.export([again])
+    assert reused.offset == reference.offset and reused.name == reference.name
+    (copy,) = import_outputs([reused], exporter.token, "cpu")
+    assert torch.equal(copy, again)
+    exporter.release()
+    sweep_shared(exporter.token)
+
+
+def test_an_arena_that_grows_leaves_what_was_carved_in_place() -> None:
+    """Outputs carved before the arena grows keep their memory and their contents: each growth is a mapping
+    of its own, and no output straddles two."""
+    exporter = Exporter("t" + os.urandom(4).hex())
+    outputs = [torch.randn(300_000) for _ in range(6)]  # 1.2 MB each: the arena grows several times
+    kept = [exporter.shared(output) for output in outputs]
+    for copy, output in zip(kept, outputs, strict=True):
+        copy.copy_(output)
+    references = exporter.export(kept)
+    assert len({reference.offset for reference in references}) == len(outputs)
+    for got, sent in zip(import_outputs(references, exporter.token, "cpu"), outputs, strict=True):
+        assert torch.equal(got, sent)
+    exporter.release()
+    sweep_shared(exporter.token)
+
+
+def test_a_range_past_the_end_of_the_arena_is_refused() -> None:
+    exporter = Exporter("t" + os.urandom(4).hex())
+    (reference,) = exporter.export([torch.randn(8)])
+    size = os.stat(shared_memory_folder(exporter.token) / reference.name).st_size
+    with pytest.raises(TransferError, match="past the end"):
+        import_outputs([replace(reference, offset=size - 16)], exporter.token, "cpu")
     exporter.release()
     sweep_shared(exporter.token)
 

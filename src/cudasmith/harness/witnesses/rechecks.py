@@ -11,7 +11,8 @@
   which of the kept calls to re-check, from its own entropy; the judge's worker reads those outputs (shared
   memory on the CPU, CUDA IPC on a GPU) and compares them with the reference for the inputs each call saw,
   and the candidate runs again. Nothing in the candidate's process knew the draw while it could act on it:
-  a candidate that skips the work on some calls must hope none of them is drawn.
+  a candidate that skips the work on some calls must hope none of them is drawn. Each kept call's outputs
+  lie in memory of their own: references of two calls to the same bytes are a forgery.
 
 What this cannot stop: a candidate that does the work of every kept call, but outside the timed calls
 (the parent's clock, bracket.py, bounds that); where outputs are too large to keep every call's, which
@@ -20,13 +21,14 @@ calls are kept is drawn in the worker, from the OS's entropy, before the parent'
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from typing import TYPE_CHECKING
 
 from cudasmith.harness.walls.pausing import pause_workers
 from cudasmith.harness.walls.process import WorkerProcess
 from cudasmith.harness.wire.messages import TimeSpec
-from cudasmith.harness.wire.outputs import Evidence, Timed
+from cudasmith.harness.wire.outputs import Evidence, OutputRef, Timed
 from cudasmith.harness.wire.status import Rule, Status
 from cudasmith.harness.witnesses.oracle import Oracle
 
@@ -80,7 +82,20 @@ def kept_enough(reply: Timed, spec: TimeSpec, output_bytes: int | None) -> str |
         return "a timed call kept names an input set never given"
     if sum(check.n_outputs for check in reply.checks) != len(reply.outputs):
         return "the timed calls kept do not account for the outputs exported"
+    if shared_memory(reply.outputs):
+        return "two outputs of timed calls kept lie in the same memory"
     return None
+
+
+def shared_memory(outputs: list[OutputRef]) -> bool:
+    """Whether two of `outputs` overlap in memory (the same file or device allocation): the outputs of timed
+    calls kept are each a copy of their own, so one answer standing for several calls is a forgery."""
+    ranges = sorted(
+        ((ref.kind, ref.name or ref.handle), ref.offset, ref.offset + ref.nbytes)
+        for ref in outputs
+        if ref.kind != "empty" and ref.nbytes
+    )
+    return any(a[0] == b[0] and b[1] < a[2] for a, b in itertools.pairwise(ranges))
 
 
 def frozen_recheck(
