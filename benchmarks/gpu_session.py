@@ -16,6 +16,7 @@ DIR/session.json) says, per step: its exit code, its seconds, and whether it ran
   throughput   benchmarks/throughput.py's no-build stream: a session against KernelBench's evaluator
   serve        benchmarks/serve_throughput.py on the no-build stream, with the exploit suite's statuses
   screening    benchmarks/optimize_gpu.py --screening (a search's screen against --confirm-all)
+  session_start benchmarks/session_start.py: a fresh session's first verdict, its start step by step (47)
   races        benchmarks/stream_records.py with the judge's switch of CUPTI's event records off, then on
                (CUDASMITH_CUDA_EVENT_RECORDS; harness/workers/recording.py) under each teardown policy
                (CUDASMITH_CUPTI_TEARDOWN; timing/teardown.py)
@@ -239,6 +240,14 @@ def steps(
                 60.0,
             )
         ],
+        "session_start": [
+            Step(
+                "session_start",
+                [py, "benchmarks/session_start.py", "--runs", "2", "--out", str(out / "session_start.json")],
+                150.0,
+                40.0,
+            )
+        ],
         "screening": [
             Step(
                 "screening",
@@ -347,7 +356,7 @@ def main() -> int:
         "--wait-s", type=float, default=0.0, help="with --collect: the most to wait for its end"
     )
     parser.add_argument("--steps", default="tests,trust_cost,throughput,serve,screening",
-                        help="comma-separated, in order: tests, trust_cost (or trust_cost_cuda, trust_cost_cpu), throughput, serve, screening, races, switch_probe")  # fmt: skip
+                        help="comma-separated, in order: tests, trust_cost (or trust_cost_cuda, trust_cost_cpu), throughput, serve, screening, session_start, races, switch_probe")  # fmt: skip
     parser.add_argument(
         "--wheels", type=Path, default=ROOT / ".whl", help="wheels to install first (default .whl)"
     )
