@@ -90,8 +90,7 @@ class _Arena:
             mapping = mmap.mmap(descriptor, length, offset=self.size)
         finally:
             os.close(descriptor)
-        self.mappings.append((self.size, mapping))
-        self.top = max(self.top, self.size)
+        self.mappings.append((self.size, mapping))  # carve() starts past `top` in it anyway
         self.size += length
 
     def rewind(self) -> None:
